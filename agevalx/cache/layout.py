@@ -1,0 +1,121 @@
+"""Where everything lives under a cache root, and which names are legal there.
+
+Every path the cache builds from a digest, a key, a kind or a ref name goes through the
+validators here first, so no name can point outside its area.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from agevalx.cache.errors import CacheError
+from agevalx.hashing import ALGORITHM
+
+LAYOUT_VERSION = "ageval-cache 1"
+"""The first line of the VERSION file; a reader refuses any other value."""
+
+VERSION_FILE = "VERSION"
+LOCK_FILE = "gc.lock"
+STAT_CACHE_FILE = "statcache.db"
+OBJECTS = "objects"
+TREES = "trees"
+ACTIONS = "actions"
+REFS = "refs"
+TMP = "tmp"
+
+DIGEST_RE = re.compile(r"[0-9a-f]{32}")
+KIND_RE = re.compile(r"[a-z][a-z0-9_-]*")
+REF_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SHARD_RE = re.compile(r"[0-9a-f]{2}")
+REST_RE = re.compile(r"[0-9a-f]{30}")
+
+
+def check_digest(value: str, what: str = "digest") -> str:
+    """Return `value` if it is 32 lowercase hex characters, else raise `cache_invalid_name`."""
+    if not isinstance(value, str) or not DIGEST_RE.fullmatch(value):
+        raise CacheError(
+            "cache_invalid_name",
+            f"{what} {value!r} is not 32 lowercase hex characters",
+            field=what,
+        )
+    return value
+
+
+def check_kind(value: str) -> str:
+    """Return `value` if it is a legal action kind (`^[a-z][a-z0-9_-]*$`)."""
+    if not isinstance(value, str) or not KIND_RE.fullmatch(value):
+        raise CacheError(
+            "cache_invalid_name",
+            f"kind {value!r} must match ^[a-z][a-z0-9_-]*$",
+            field="kind",
+        )
+    return value
+
+
+def check_ref_name(value: str) -> str:
+    """Return `value` if it is a legal ref name (`^[A-Za-z0-9][A-Za-z0-9._-]*$`)."""
+    if not isinstance(value, str) or not REF_NAME_RE.fullmatch(value):
+        raise CacheError(
+            "cache_invalid_name",
+            f"ref name {value!r} must match ^[A-Za-z0-9][A-Za-z0-9._-]*$",
+            field="ref",
+        )
+    return value
+
+
+def sharded(base: Path, digest: str) -> Path:
+    """`base/<first 2 hex>/<remaining 30 hex>` for a validated digest."""
+    check_digest(digest)
+    return base / digest[:2] / digest[2:]
+
+
+def object_dir(root: Path) -> Path:
+    return root / OBJECTS / ALGORITHM
+
+
+def tree_dir(root: Path) -> Path:
+    return root / TREES / ALGORITHM
+
+
+def object_path(root: Path, digest: str) -> Path:
+    """The file holding the blob named `digest`."""
+    return sharded(object_dir(root), digest)
+
+
+def tree_path(root: Path, digest: str) -> Path:
+    """The file holding the tree manifest named `digest`."""
+    return sharded(tree_dir(root), digest)
+
+
+def action_path(root: Path, kind: str, key: str) -> Path:
+    """The file holding the action entry for node `key` of `kind`."""
+    return sharded(root / ACTIONS / check_kind(kind), check_digest(key, "key"))
+
+
+def ref_path(root: Path, name: str) -> Path:
+    return root / REFS / check_ref_name(name)
+
+
+def iter_sharded(base: Path) -> Iterator[tuple[str, Path]]:
+    """Yield `(name, path)` for every file two levels under `base`.
+
+    `name` is shard + file name; it is a valid digest only for well-formed entries, so
+    callers can report stray files instead of skipping them silently.
+    """
+    if not base.is_dir():
+        return
+    for shard in sorted(base.iterdir()):
+        if shard.is_dir():
+            for path in sorted(shard.iterdir()):
+                yield shard.name + path.name, path
+
+
+def iter_action_kinds(root: Path) -> Iterator[str]:
+    """Yield the kind names that have an area under `actions/`."""
+    base = root / ACTIONS
+    if base.is_dir():
+        for path in sorted(base.iterdir()):
+            if path.is_dir() and KIND_RE.fullmatch(path.name):
+                yield path.name

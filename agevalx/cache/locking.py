@@ -1,0 +1,60 @@
+"""The gc lock: writers share it, gc holds it alone.
+
+`fcntl.flock` on `gc.lock` in the cache root. A writer holds the shared lock from the
+first blob it stores until the action entry naming them is written, so gc (exclusive)
+never sees a blob that is about to be referenced as garbage. Nested use in one thread
+is re-entrant; flock itself is per open file, so threads and processes exclude each
+other alike.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class CacheLock:
+    """Shared/exclusive lock on one lock file, re-entrant per thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._held = threading.local()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the lock shared (many writers at once)."""
+        with self._hold(fcntl.LOCK_SH):
+            yield
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the lock alone (gc, verify with removal)."""
+        with self._hold(fcntl.LOCK_EX):
+            yield
+
+    @contextmanager
+    def _hold(self, operation: int) -> Iterator[None]:
+        held: int | None = getattr(self._held, "operation", None)
+        if held is not None:
+            if operation == fcntl.LOCK_EX and held != fcntl.LOCK_EX:
+                raise RuntimeError("cannot take the gc lock exclusively while sharing it")
+            yield
+            return
+        fd = self._open()
+        try:
+            fcntl.flock(fd, operation)
+            self._held.operation = operation
+            yield
+        finally:
+            self._held.operation = None
+            os.close(fd)
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except PermissionError:
+            return os.open(self.path, os.O_RDONLY)

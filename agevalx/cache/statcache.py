@@ -1,0 +1,115 @@
+"""Remembered file digests, so unchanged files are not read again.
+
+A small SQLite database maps (device, inode) to the size, mtime and digest seen when the
+file was last hashed. It is an accelerator only: never part of a key, safe to delete,
+and any SQLite failure makes it behave as empty.
+
+The racy-mtime problem (git's "racily clean" files): a file written in the same clock
+tick as it was hashed can change again without its mtime changing. An entry is
+therefore trusted only if the file's mtime was at least `RACY_WINDOW_NS` older than the
+moment the entry was recorded; otherwise the file is hashed again.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+
+RACY_WINDOW_NS = 2_000_000_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS stat (
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    recorded_ns INTEGER NOT NULL,
+    PRIMARY KEY (dev, ino)
+)
+"""
+
+
+class StatCache:
+    """Digest memo keyed by (device, inode, size, mtime_ns); thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = self._connect()
+
+    def _connect(self) -> sqlite3.Connection | None:
+        try:
+            db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+            db.commit()
+        except sqlite3.Error:
+            return None
+        return db
+
+    def lookup(self, st: os.stat_result) -> str | None:
+        """The digest recorded for this exact file state, if it can be trusted."""
+        row = self._query(st)
+        if row is None:
+            return None
+        size, mtime_ns, digest, recorded_ns = row
+        if size != st.st_size or mtime_ns != st.st_mtime_ns:
+            return None
+        if recorded_ns - mtime_ns < RACY_WINDOW_NS:
+            return None
+        return str(digest)
+
+    def _query(self, st: os.stat_result) -> tuple[int, int, str, int] | None:
+        if self._db is None:
+            return None
+        with self._lock:
+            try:
+                cursor = self._db.execute(
+                    "SELECT size, mtime_ns, digest, recorded_ns FROM stat"
+                    " WHERE dev = ? AND ino = ?",
+                    (st.st_dev, st.st_ino),
+                )
+                row: tuple[int, int, str, int] | None = cursor.fetchone()
+            except sqlite3.Error:
+                return None
+        return row
+
+    def record(self, items: Iterable[tuple[os.stat_result, str]], recorded_ns: int) -> None:
+        """Remember digests of files whose stat was taken no earlier than `recorded_ns`."""
+        rows = [
+            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, digest, recorded_ns)
+            for st, digest in items
+        ]
+        if self._db is None or not rows:
+            return
+        with self._lock:
+            try:
+                with self._db:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)", rows
+                    )
+            except sqlite3.Error:
+                return
+
+    def close(self) -> None:
+        if self._db is not None:
+            with self._lock:
+                self._db.close()
+                self._db = None
+
+    def __enter__(self) -> StatCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

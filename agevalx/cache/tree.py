@@ -1,0 +1,198 @@
+"""Hash a directory into a `TreeManifest` without storing anything.
+
+Files are streamed through xxh3-128 in a thread pool (reads and xxhash both release the
+GIL). Symlinks are recorded with their target and never followed; other special files
+(sockets, fifos, devices) are skipped. A `StatCache` lets unchanged files skip reading.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+from agevalx.cache.errors import CacheError
+from agevalx.cache.globs import PathFilter
+from agevalx.cache.manifest import DIR_MODE, SYMLINK_MODE, TreeEntry, TreeManifest
+from agevalx.cache.statcache import StatCache
+
+CHUNK = 1 << 20
+HASH_WORKERS = 4
+_buffers = threading.local()
+
+
+@dataclass(frozen=True)
+class Found:
+    """A walked path before hashing."""
+
+    path: str
+    type: str
+    st: os.stat_result
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class Hashed:
+    """A file's digest, the bytes read, and whether it stayed still while read."""
+
+    digest: str
+    size: int
+    stable: bool
+
+
+def hash_tree(
+    root: Path,
+    *,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    stat_cache: StatCache | None = None,
+) -> TreeManifest:
+    """Describe the tree under `root` (entries and digest) without storing anything.
+
+    `include`/`exclude` are globs over relative POSIX paths (see `agevalx.cache.globs`);
+    exclude wins. The stat cache only saves reading unchanged files.
+    """
+    if not root.is_dir():
+        raise CacheError("cache_not_a_directory", f"{root} is not a directory", file=str(root))
+    started_ns = time.time_ns()
+    found = walk(root, PathFilter(include, exclude))
+    hashed = digest_files(root, [item for item in found if item.type == "file"], stat_cache)
+    if stat_cache is not None:
+        stable = [(item.st, hashed[item.path].digest) for item in found if _stable(item, hashed)]
+        stat_cache.record(stable, started_ns)
+    return TreeManifest(entries=tuple(_entry(item, hashed) for item in found))
+
+
+def walk(root: Path, path_filter: PathFilter) -> list[Found]:
+    """Every kept directory, file and symlink under `root`, sorted by path."""
+    found = _walk_dir(os.fspath(root), "", path_filter)
+    found.sort(key=lambda item: item.path)
+    return found
+
+
+def _walk_dir(root: str, rel: str, path_filter: PathFilter) -> list[Found]:
+    found: list[Found] = []
+    with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+        for dir_entry in entries:
+            path = f"{rel}/{dir_entry.name}" if rel else dir_entry.name
+            if path_filter.excludes(path):
+                continue
+            st = dir_entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                below = _walk_dir(root, path, path_filter)
+                if below or path_filter.includes(path):
+                    found.append(Found(path, "dir", st))
+                    found.extend(below)
+            elif not path_filter.includes(path):
+                continue
+            elif stat.S_ISREG(st.st_mode):
+                found.append(Found(path, "file", st))
+            elif stat.S_ISLNK(st.st_mode):
+                found.append(Found(path, "symlink", st, os.readlink(dir_entry.path)))
+    return found
+
+
+def digest_files(
+    root: Path, files: list[Found], stat_cache: StatCache | None
+) -> dict[str, Hashed]:
+    """Digest each file, from the stat cache where it can be trusted, else by reading."""
+    result: dict[str, Hashed] = {}
+    misses: list[Found] = []
+    for item in files:
+        known = stat_cache.lookup(item.st) if stat_cache is not None else None
+        if known is None:
+            misses.append(item)
+        else:
+            result[item.path] = Hashed(known, item.st.st_size, stable=False)
+    paths = [os.path.join(root, item.path) for item in misses]
+    if len(paths) > 1:
+        with ThreadPoolExecutor(max_workers=HASH_WORKERS) as pool:
+            digests = list(pool.map(hash_file, paths, [item.st for item in misses]))
+    else:
+        digests = [hash_file(path, item.st) for path, item in zip(paths, misses, strict=True)]
+    result.update((item.path, hashed) for item, hashed in zip(misses, digests, strict=True))
+    return result
+
+
+def hash_file(path: str, walked: os.stat_result | None = None) -> Hashed:
+    """Stream one regular file (never through a symlink) through xxh3-128."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _source_error(path, exc) from exc
+    try:
+        before = os.fstat(fd)
+        digest, size = _hash_fd(fd)
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise _source_error(path, exc) from exc
+    finally:
+        os.close(fd)
+    stable = _same_state(before, after) and (walked is None or _same_state(walked, after))
+    return Hashed(digest, size, stable)
+
+
+def _hash_fd(fd: int) -> tuple[str, int]:
+    buffer: memoryview | None = getattr(_buffers, "view", None)
+    if buffer is None:
+        buffer = _buffers.view = memoryview(bytearray(CHUNK))
+    hasher = xxhash.xxh3_128()
+    total = 0
+    while count := os.readv(fd, [buffer]):
+        hasher.update(buffer[:count])
+        total += count
+    return str(hasher.hexdigest()), total
+
+
+def _same_state(first: os.stat_result, second: os.stat_result) -> bool:
+    return (first.st_dev, first.st_ino, first.st_size, first.st_mtime_ns) == (
+        second.st_dev,
+        second.st_ino,
+        second.st_size,
+        second.st_mtime_ns,
+    )
+
+
+def _stable(item: Found, hashed: dict[str, Hashed]) -> bool:
+    return item.type == "file" and hashed[item.path].stable
+
+
+def _source_error(path: str, exc: OSError) -> CacheError:
+    return CacheError(
+        "cache_source_changed",
+        f"cannot read {path} while hashing: {exc.strerror or exc}",
+        file=path,
+        hint="the tree changed or is unreadable; make sure nothing writes to it",
+    )
+
+
+def _entry(item: Found, hashed: dict[str, Hashed]) -> TreeEntry:
+    _check_utf8(item.path, item.target)
+    if item.type == "dir":
+        return TreeEntry(path=item.path, type="dir", size=0, mode=DIR_MODE)
+    if item.type == "symlink":
+        size = len((item.target or "").encode("utf-8"))
+        return TreeEntry(
+            path=item.path, type="symlink", size=size, mode=SYMLINK_MODE, target=item.target
+        )
+    file = hashed[item.path]
+    mode = 0o755 if item.st.st_mode & 0o111 else 0o644
+    return TreeEntry(path=item.path, type="file", digest=file.digest, size=file.size, mode=mode)
+
+
+def _check_utf8(*texts: str | None) -> None:
+    for text in texts:
+        try:
+            (text or "").encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CacheError(
+                "cache_unencodable_path",
+                f"{text!r} is not valid UTF-8; tree manifests hold UTF-8 paths only",
+            ) from exc

@@ -1,0 +1,70 @@
+"""The `ageval` command line: thin commands that parse, call one library function, render."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import typer
+
+from agevalx.cli import lock as lock_command
+from agevalx.cli.render import render_error
+from agevalx.errors import AgevalError, UsageError
+
+app = typer.Typer(
+    name="ageval",
+    help=(
+        "Run AI agents on evaluation tasks in Docker, score them, and never pay twice for the "
+        "same work: every lock, image, run and evaluation is a cached node keyed by content."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command(name="lock", no_args_is_help=True)(lock_command.lock)
+
+
+@app.callback()
+def _root() -> None:
+    """Run AI agents on evaluation tasks in Docker and score them, never paying twice."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code (0 ok, 1 failure, 2 usage)."""
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
+    try:
+        result = app(args=args, prog_name="ageval", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.TyperException as exc:  # the parser's own usage errors (exit code 2)
+        if as_json:
+            usage = UsageError("usage_error", exc.format_message(), hint="see ageval --help")
+            render_error(usage, as_json=True)
+        else:
+            exc.show()  # type: ignore[attr-defined]
+        return exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        render_error(AgevalError("interrupted", "interrupted"), as_json=as_json)
+        return 130
+    except AgevalError as exc:
+        render_error(exc, as_json=as_json)
+        return exc.exit_code
+    except Exception as exc:  # a traceback reaching the user is a bug: say so in one line
+        if os.environ.get("AGEVAL_DEBUG"):
+            raise
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        error = AgevalError(
+            "internal_error",
+            detail,
+            hint="this is a bug in ageval; rerun with AGEVAL_DEBUG=1 for the traceback",
+        )
+        render_error(error, as_json=as_json)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

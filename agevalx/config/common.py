@@ -1,0 +1,50 @@
+"""Shared pieces of the config models."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic_core import PydanticCustomError
+
+
+class StrictModel(BaseModel):
+    """Base of every config model: unknown keys are refused and values are not coerced."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True
+    )
+
+
+def coded(code: str, message: str, hint: str | None = None) -> PydanticCustomError:
+    """A validation error that `validate_model` reports with `code` instead of a generic one."""
+    context: dict[str, Any] = {"hint": hint} if hint else {}
+    return PydanticCustomError(code, message, context)
+
+
+def relative_path(value: str, *, what: str = "path") -> str:
+    """Check that `value` is a relative path that stays inside its root."""
+    path = PurePosixPath(value)
+    if not value or path.is_absolute() or ".." in path.parts or "\\" in value:
+        raise coded(
+            "invalid_path",
+            f"the {what} {value!r} must be relative and stay inside its root",
+            "use a relative path without '..'",
+        )
+    return path.as_posix()
+
+
+def absolute_path(value: str) -> str:
+    path = PurePosixPath(value)
+    if not path.is_absolute() or ".." in path.parts:
+        raise coded(
+            "invalid_path",
+            f"{value!r} must be an absolute container path without '..'",
+            "write a path such as /attempt/workspace/out.json",
+        )
+    return path.as_posix()
+
+
+def forbidden_key(code: str, key: str, hint: str) -> PydanticCustomError:
+    return coded(code, f"the key {key!r} is not allowed here", hint)

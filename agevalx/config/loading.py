@@ -1,0 +1,142 @@
+"""Reading config files safely and turning validation failures into coded errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from agevalx.errors import ConfigError
+
+MAX_CONFIG_BYTES = 1 << 20
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# Codes raised from inside model validators (PydanticCustomError types) pass through as-is.
+CUSTOM_CODES = frozenset(
+    {
+        "invalid_dataset_id",
+        "invalid_format",
+        "model_not_object",
+        "model_option_flattened",
+        "secret_in_config",
+        "invalid_overlay_path",
+        "invalid_path",
+        "acp_missing_entry",
+        "invalid_python_version",
+        "forbidden_role_field",
+    }
+)
+_PYDANTIC_CODES = {
+    "extra_forbidden": "unknown_field",
+    "missing": "missing_field",
+}
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses duplicate mapping keys instead of keeping the last one."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "mapping keys must be scalars", key_node.start_mark
+            )
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    return mapping
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
+
+
+def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; every failure is a coded `ConfigError`."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            "missing_file", "the file does not exist", file=display, hint=f"create {path.name}"
+        ) from None
+    except IsADirectoryError:
+        raise ConfigError(
+            "invalid_yaml", "expected a file, found a directory", file=display
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            "unreadable_file", f"cannot read the file: {exc.strerror}", file=display
+        ) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            "invalid_yaml", f"the file is larger than {MAX_CONFIG_BYTES} bytes", file=display
+        )
+    if b"\x00" in raw:
+        raise ConfigError("invalid_yaml", "the file is binary, not YAML", file=display)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("invalid_yaml", "the file is not UTF-8 text", file=display) from None
+    try:
+        document = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            "invalid_yaml", f"the YAML does not parse{where}: {problem}", file=display
+        ) from None
+    except RecursionError:
+        raise ConfigError("invalid_yaml", "the YAML is nested too deeply", file=display) from None
+    if not isinstance(document, dict):
+        kind = "empty" if document is None else type(document).__name__
+        raise ConfigError(
+            "invalid_yaml", f"the top level must be a mapping, found {kind}", file=display
+        )
+    return document
+
+
+def field_path(location: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def validate_model(model: type[ModelT], document: dict[str, Any], *, display: str) -> ModelT:
+    """Validate a parsed document against `model`, reporting the first failure with a code."""
+    try:
+        return model.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        kind = str(first["type"])
+        code = kind if kind in CUSTOM_CODES else _PYDANTIC_CODES.get(kind, "invalid_value")
+        location = tuple(
+            part for part in first["loc"] if not (isinstance(part, str) and "[" in part)
+        )
+        message = str(first["msg"])
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        hint = (first.get("ctx") or {}).get("hint")
+        if code == "unknown_field" and hint is None:
+            hint = "remove the key or check its spelling"
+        raise ConfigError(
+            code,
+            message,
+            file=display,
+            field=field_path(location) or None,
+            hint=str(hint) if hint else None,
+        ) from None

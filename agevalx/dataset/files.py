@@ -1,0 +1,100 @@
+"""A task directory's files: the whitelist of top-level directories and their digests."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.config.task import ALLOWED_TOP_LEVEL_DIRS
+from agevalx.errors import ConfigError
+from agevalx.hashing import digest_bytes, digest_file
+
+IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store"})
+FileDigester = Callable[[Path, os.stat_result], str]
+
+
+class FileEntry(BaseModel):
+    """One file of a task tree, as the lock records it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    digest: str
+    """xxh3-128 of the bytes (for a symlink: of its target text)."""
+
+    size: int
+    """Size in bytes."""
+
+    executable: bool = False
+    """Whether the owner execute bit is set."""
+
+    symlink: str | None = None
+    """The link target, for a symlink that stays inside the task."""
+
+
+def _default_digester(path: Path, _: os.stat_result) -> str:
+    return digest_file(path)
+
+
+def check_top_level(task_dir: Path, display: str) -> None:
+    """Refuse top-level directories outside the member whitelist."""
+    for child in sorted(task_dir.iterdir()):
+        if child.name in IGNORED_NAMES or not child.is_dir():
+            continue
+        if child.name not in ALLOWED_TOP_LEVEL_DIRS:
+            allowed = ", ".join(sorted(ALLOWED_TOP_LEVEL_DIRS))
+            raise ConfigError(
+                "illegal_top_level_dir",
+                f"the directory {child.name!r} is not allowed at a task's top level",
+                file=f"{display}/{child.name}",
+                hint=f"move it under one of: {allowed}",
+            )
+
+
+def _symlink_entry(path: Path, root: Path, relative: str, display: str) -> FileEntry:
+    target = os.readlink(path)
+    resolved = (path.parent / target).resolve()
+    if os.path.isabs(target) or not resolved.is_relative_to(root.resolve()):
+        raise ConfigError(
+            "path_escape",
+            f"the symlink {relative} points outside the task ({target})",
+            file=f"{display}/{relative}",
+            hint="copy the file into the task instead of linking to it",
+        )
+
+    return FileEntry(digest=digest_bytes(target.encode()), size=len(target), symlink=target)
+
+
+def task_files(
+    task_dir: Path, display: str, digester: FileDigester = _default_digester
+) -> dict[str, FileEntry]:
+    """Every file of the task, by relative posix path, sorted; symlinks are never followed."""
+    entries: dict[str, FileEntry] = {}
+    for current, dirnames, filenames in os.walk(task_dir, followlinks=False):
+        dirnames[:] = sorted(name for name in dirnames if name not in IGNORED_NAMES)
+        base = Path(current)
+        for name in [*filenames, *(d for d in dirnames if (base / d).is_symlink())]:
+            if name in IGNORED_NAMES:
+                continue
+            path = base / name
+            relative = path.relative_to(task_dir).as_posix()
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                entries[relative] = _symlink_entry(path, task_dir, relative, display)
+            elif stat.S_ISREG(info.st_mode):
+                entries[relative] = FileEntry(
+                    digest=digester(path, info),
+                    size=info.st_size,
+                    executable=bool(info.st_mode & stat.S_IXUSR),
+                )
+            else:
+                raise ConfigError(
+                    "unsupported_file_type",
+                    f"{relative} is not a regular file, directory or symlink",
+                    file=f"{display}/{relative}",
+                    hint="remove sockets, pipes and device files from the task",
+                )
+    return dict(sorted(entries.items()))

@@ -1,0 +1,241 @@
+"""Binding a task's roles to agent profiles: profiles.yaml, `--agent` and `--model`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agevalx.config.loading import read_yaml_mapping, validate_model
+from agevalx.config.pins import highest_effort
+from agevalx.config.profiles import (
+    PROFILES_FORMAT,
+    AgentProfile,
+    EnvironmentOptions,
+    ProfilesConfig,
+)
+from agevalx.config.secrets import (
+    find_literal_secret,
+    looks_like_secret_value,
+    reject_literal_secrets,
+)
+from agevalx.dataset.loader import Dataset, TaskSource, check_format
+from agevalx.errors import ConfigError, UsageError
+from agevalx.hashing import digest_file
+from agevalx.lock.models import LockedBinding, LockedRole
+
+PROFILES_FILE = "profiles.yaml"
+BUILTIN_AGENTS = {"oracle": AgentProfile(executor="oracle")}
+DEFAULT_ROLE = "solver"
+UNLOCKED_OPTIONS = {"cap_add", "main_environment"}
+
+
+@dataclass(frozen=True)
+class BindingRequest:
+    """What the command line asks for."""
+
+    agent: str | None = None
+    model: str | None = None
+    profiles: Path | None = None
+
+    def check(self) -> None:
+        if self.agent is not None and self.profiles is not None:
+            raise UsageError(
+                "agent_profiles_conflict",
+                "--agent and --profiles cannot be used together",
+                field="--agent",
+                hint="bind agents either with one --agent or with a profiles file",
+            )
+        if self.model is not None and self.agent is None:
+            raise UsageError(
+                "model_requires_agent",
+                "--model needs --agent",
+                field="--model",
+                hint="pass --agent NAME --model MODEL, or set model.id in profiles.yaml",
+            )
+
+
+@dataclass(frozen=True)
+class LoadedProfiles:
+    config: ProfilesConfig
+    path: Path | None
+    display: str | None
+
+
+def load_profiles(dataset: Dataset, request: BindingRequest) -> LoadedProfiles | None:
+    """The explicit --profiles file, else the dataset's root profiles.yaml, else None."""
+    if request.profiles is not None:
+        path, display = request.profiles, request.profiles.as_posix()
+    else:
+        path = dataset.root / PROFILES_FILE
+        display = f"{dataset.display}/{PROFILES_FILE}"
+        if not path.exists():
+            return None
+    document = read_yaml_mapping(path, display=display)
+    check_format(document, PROFILES_FORMAT, display)
+    reject_literal_secrets(document, display)
+    config = validate_model(ProfilesConfig, document, display=display)
+    return LoadedProfiles(config=config, path=path, display=display)
+
+
+def _overlay_digests(
+    profile: AgentProfile, loaded: LoadedProfiles | None, field: str
+) -> dict[str, str]:
+    if not profile.overlays:
+        return {}
+    assert loaded is not None and loaded.path is not None
+    base = loaded.path.parent
+    digests: dict[str, str] = {}
+    for index, relative in enumerate(profile.overlays):
+        path = base / relative
+        shown = f"{field}.overlays[{index}]"
+        if not path.is_file() or not path.resolve().is_relative_to((base / "overlays").resolve()):
+            raise ConfigError(
+                "overlay_not_found",
+                f"the overlay {relative} is not a file inside overlays/",
+                file=loaded.display,
+                field=shown,
+                hint="create the file next to profiles.yaml",
+            )
+        _reject_secret_file(path, relative)
+        digests[relative] = digest_file(path)
+    return digests
+
+
+def _reject_secret_file(path: Path, display: str) -> None:
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    document: Any = None
+    if path.suffix in {".yaml", ".yml", ".json"}:
+        try:
+            document = read_yaml_mapping(path, display=display)
+        except ConfigError:
+            document = None
+    if looks_like_secret_value(text) or (document is not None and find_literal_secret(document)):
+        raise ConfigError(
+            "secret_in_config",
+            "an overlay file holds a secret; overlays may hold only locators",
+            file=display,
+            hint="replace the value with a ${VAR} reference",
+        )
+
+
+def _resolved_model(
+    profile: AgentProfile, model_override: str | None, display: str, field: str
+) -> dict[str, Any] | None:
+    model = profile.model.model_dump(exclude_none=True) if profile.model else None
+    if model_override is not None:
+        model = {**(model or {}), "id": model_override}
+    if model and model.get("reasoning", {}).get("effort") == "max":
+        model["reasoning"]["effort"] = highest_effort(
+            model.get("id"), file=display, field=f"{field}.model.reasoning.effort"
+        )
+    return model
+
+
+def _locked_role(
+    profile_id: str,
+    profile: AgentProfile,
+    request: BindingRequest,
+    loaded: LoadedProfiles | None,
+) -> LockedRole:
+    field = f"agent_profiles.{profile_id}"
+    display = loaded.display if loaded and loaded.display else "--agent"
+    return LockedRole(
+        profile=profile_id,
+        executor=profile.executor,
+        label=profile.display_label(),
+        entry=profile.options.entry,
+        api_key=profile.api_key,
+        base_url=profile.base_url,
+        model=_resolved_model(profile, request.model, display, field),
+        options=profile.options.model_dump(exclude={"entry"}),
+        extensions=[extension.plugin for extension in profile.extensions],
+        overlays=_overlay_digests(profile, loaded, field),
+    )
+
+
+def _roles_for_agent(
+    task: TaskSource, request: BindingRequest, loaded: LoadedProfiles | None
+) -> dict[str, LockedRole]:
+    assert request.agent is not None
+    known = dict(BUILTIN_AGENTS)
+    if loaded is not None:
+        known.update(loaded.config.agent_profiles)
+    profile = known.get(request.agent)
+    if profile is None:
+        raise UsageError(
+            "unknown_agent",
+            f"no agent named {request.agent!r}",
+            field="--agent",
+            hint=f"use one of: {', '.join(sorted(known))}",
+        )
+    role_ids = [role.id for role in task.config.agent_profiles] or [DEFAULT_ROLE]
+    locked = _locked_role(request.agent, profile, request, loaded)
+    return dict.fromkeys(role_ids, locked)
+
+
+def _roles_from_profiles(task: TaskSource, loaded: LoadedProfiles | None) -> dict[str, LockedRole]:
+    roles: dict[str, LockedRole] = {}
+    for index, role in enumerate(task.config.agent_profiles):
+        if loaded is None:
+            raise ConfigError(
+                "missing_profiles",
+                f"the task names agent profile {role.id!r} but the dataset has no profiles.yaml",
+                file=f"{task.display}/task.yaml",
+                field=f"agent_profiles[{index}].id",
+                hint="create profiles.yaml at the dataset root, or pass --agent / --profiles",
+            )
+        profile = loaded.config.agent_profiles.get(role.id)
+        if profile is None:
+            raise ConfigError(
+                "unknown_profile",
+                f"profiles.yaml has no agent profile {role.id!r}",
+                file=f"{task.display}/task.yaml",
+                field=f"agent_profiles[{index}].id",
+                hint=f"add agent_profiles.{role.id} to {loaded.display}",
+            )
+        roles[role.id] = _locked_role(role.id, profile, BindingRequest(), loaded)
+    return roles
+
+
+def _evaluate_host(config: ProfilesConfig | None) -> dict[str, Any]:
+    if config is None:
+        return {"isolated": False, "environment_options": {"python_version": "3.12"}}
+    host = config.evaluate_host.environment_options.model_dump(exclude_none=True)
+    inherited = config.environment_options
+    for key in ("platform", "user", "python_version"):
+        value = getattr(inherited, key)
+        if key not in host and value is not None:
+            host[key] = value
+    return {"isolated": config.evaluate_host.isolated, "environment_options": host}
+
+
+def _profiles_name(dataset: Dataset, loaded: LoadedProfiles | None) -> str | None:
+    # Only a location-independent name enters the lock: the resolved roles carry the content.
+    if loaded is None or loaded.path is None:
+        return None
+    path = loaded.path.resolve()
+    root = dataset.root.resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+
+
+def bind(task: TaskSource, dataset: Dataset, request: BindingRequest) -> LockedBinding:
+    """Resolve the task's roles and environment for one run request."""
+    request.check()
+    loaded = load_profiles(dataset, request)
+    config = loaded.config if loaded else None
+    if request.agent is not None:
+        roles = _roles_for_agent(task, request, loaded)
+    else:
+        roles = _roles_from_profiles(task, loaded)
+    options = config.environment_options if config else None
+    return LockedBinding(
+        source="agent" if request.agent is not None else "profiles",
+        profiles_file=_profiles_name(dataset, loaded),
+        environment="docker",
+        environment_options=(options or EnvironmentOptions()).model_dump(
+            exclude_none=True, exclude=UNLOCKED_OPTIONS
+        ),
+        evaluate_host=_evaluate_host(config),
+        roles=roles,
+    )

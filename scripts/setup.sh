@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Set up a development environment from a fresh clone: a virtualenv in .venv with ageval and
+# its development tools. Idempotent: an up-to-date .venv is reused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "ageval needs Python 3.11 or newer (found: $("$python" --version 2>&1))" >&2
+  exit 1
+fi
+if ! "$python" -m venv --help >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+fi
+
+stamp=.venv/.ageval-setup
+if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt "$stamp" ]; then
+  "$python" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/python -c 'import agevalx' 
+  touch "$stamp"
+fi
+echo "ageval is installed in .venv (activate with: source .venv/bin/activate)"

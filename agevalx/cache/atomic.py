@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from agevalx.cache.errors import CacheError
+from agevalx.cache.streams import write_all
 
 
 def unwritable(exc: OSError, path: Path) -> CacheError:
@@ -41,8 +42,10 @@ def ensure_dir(path: Path) -> None:
     ensure_dir(path.parent)
     try:
         os.mkdir(path)
-    except FileExistsError:
-        return
+    except FileExistsError as exc:
+        if path.is_dir():
+            return
+        raise unwritable(exc, path) from exc
     except OSError as exc:
         raise unwritable(exc, path) from exc
     fsync_dir(path.parent)
@@ -58,10 +61,8 @@ class StagedFile:
 
     def write(self, data: bytes | memoryview) -> None:
         """Append all of `data`."""
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(self.fd, view) :]
+            write_all(self.fd, data)
         except OSError as exc:
             raise unwritable(exc, self.path) from exc
 

@@ -96,6 +96,17 @@ class PathFilter:
             if not prefix:
                 return False
 
+    def keeps(self, path: str) -> bool:
+        """True if `path` is included and neither it nor an ancestor is excluded."""
+        if not self.includes(path):
+            return False
+        prefix = path
+        while prefix:
+            if self.excludes(prefix):
+                return False
+            prefix = prefix.rpartition("/")[0]
+        return True
+
 
 def _combine(patterns: Sequence[str]) -> re.Pattern[str] | None:
     if not patterns:

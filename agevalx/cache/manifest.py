@@ -28,7 +28,6 @@ from pydantic import (
 from agevalx.cache.errors import CacheError
 from agevalx.hashing import canonical_json, digest_bytes
 
-SCHEMA = 1
 FILE_MODES = (0o644, 0o755)
 DIR_MODE = 0o755
 SYMLINK_MODE = 0o777
@@ -108,7 +107,7 @@ class TreeManifest(BaseModel):
 
     model_config = _MODEL_CONFIG
 
-    schema_version: Literal[1] = Field(default=SCHEMA, alias="schema")
+    schema_version: Literal[1] = Field(default=1, alias="schema")
     """Version of this format; readers refuse versions they do not know."""
     entries: tuple[TreeEntry, ...] = ()
     """Entries sorted by path (code point order); every parent directory is listed."""
@@ -172,7 +171,7 @@ class ActionManifest(BaseModel):
 
     model_config = _MODEL_CONFIG
 
-    schema_version: Literal[1] = Field(default=SCHEMA, alias="schema")
+    schema_version: Literal[1] = Field(default=1, alias="schema")
     """Version of this format; readers refuse versions they do not know."""
     kind: Kind
     """The node kind (a rule name such as `run` or `evaluate`)."""
@@ -232,7 +231,7 @@ class RefFile(BaseModel):
 
     model_config = _MODEL_CONFIG
 
-    schema_version: Literal[1] = Field(default=SCHEMA, alias="schema")
+    schema_version: Literal[1] = Field(default=1, alias="schema")
     """Version of this format; readers refuse versions they do not know."""
     targets: tuple[RefTarget, ...] = ()
     """Sorted, unique: `kind/key` for an action entry, a bare digest for a blob or tree."""

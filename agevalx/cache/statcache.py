@@ -81,7 +81,7 @@ class StatCache:
         return row
 
     def record(self, items: Iterable[tuple[os.stat_result, str]], recorded_ns: int) -> None:
-        """Remember digests of files whose stat was taken no earlier than `recorded_ns`."""
+        """Remember digests; `recorded_ns` must be no later than when the files were stat'ed."""
         rows = [
             (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, digest, recorded_ns)
             for st, digest in items

@@ -8,6 +8,8 @@ import traceback
 
 import typer
 
+from agevalx.cli import cache as cache_command
+from agevalx.cli import graph as graph_command
 from agevalx.cli import lock as lock_command
 from agevalx.cli.render import render_error
 from agevalx.errors import AgevalError, UsageError
@@ -24,6 +26,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command(name="lock", no_args_is_help=True)(lock_command.lock)
+app.add_typer(graph_command.app, name="graph", no_args_is_help=True)
+app.add_typer(cache_command.app, name="cache", no_args_is_help=True)
 
 
 @app.callback()

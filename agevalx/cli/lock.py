@@ -2,47 +2,41 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
-
+from agevalx.cli.options import (
+    AgentOption,
+    CacheDirOption,
+    DatasetArgument,
+    JsonOption,
+    ModelOption,
+    ProfilesOption,
+    TaskOption,
+    open_store,
+)
 from agevalx.cli.render import print_json, stdout
-from agevalx.lock import BindingRequest
-from agevalx.lock import lock as lock_dataset
+from agevalx.lockfile import BindingRequest
+from agevalx.operations.lock import lock as lock_dataset
 
 
 def lock(
-    dataset: Annotated[Path, typer.Argument(help="The dataset directory (holds ageval.yaml).")],
-    task: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer needs Optional here
-        typer.Option("--task", "-t", help="Lock only this task (repeatable); all when omitted."),
-    ] = None,
-    agent: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(help="Bind every role to this agent (a profile id or 'oracle')."),
-    ] = None,
-    model: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(help="Model id for --agent (written to model.id)."),
-    ] = None,
-    profiles: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(help="Use this profiles file instead of the dataset's profiles.yaml."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
+    dataset: DatasetArgument,
+    task: TaskOption = None,
+    agent: AgentOption = None,
+    model: ModelOption = None,
+    profiles: ProfilesOption = None,
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Validate a dataset, resolve every default and write canonical locks.
 
     Writes .ageval/locks/<task_id>.lock.json under the dataset: the resolved
     configuration, secret references (never values) and the xxh3-128 digest of every
-    task file.
+    task file. Each lock is a cached node: an unchanged task is reused, not re-validated.
 
     Exit codes: 0 locked, 1 lock failure, 2 usage error.
     """
-    outcomes = lock_dataset(
-        dataset, tasks=task, request=BindingRequest(agent=agent, model=model, profiles=profiles)
-    )
+    request = BindingRequest(agent=agent, model=model, profiles=profiles)
+    with open_store(cache_dir) as store:
+        outcomes = lock_dataset(dataset, store=store, tasks=task, request=request)
     if as_json:
         print_json(
             {
@@ -53,6 +47,7 @@ def lock(
                         "path": outcome.path.as_posix(),
                         "config_digest": outcome.lock.config_digest,
                         "files": len(outcome.lock.files),
+                        "reused": outcome.reused,
                     }
                     for outcome in outcomes
                 ],
@@ -60,8 +55,9 @@ def lock(
         )
         return
     for outcome in outcomes:
+        how = "reused  " if outcome.reused else "computed"
         stdout.print(
-            f"locked {outcome.lock.task_id}  {outcome.lock.config_digest[:12]}  "
+            f"{how} lock {outcome.lock.task_id}  {outcome.lock.config_digest[:12]}  "
             f"{len(outcome.lock.files)} files -> {outcome.path.as_posix()}",
             markup=False,
         )

@@ -11,7 +11,9 @@ from rich.markup import escape
 
 from agevalx.errors import AgevalError
 
-stdout = Console(highlight=False, soft_wrap=True)
+# Piped output is read by scripts and people alike: never truncate it to 80 columns.
+_PIPED_WIDTH = None if sys.stdout.isatty() else 200
+stdout = Console(highlight=False, soft_wrap=True, width=_PIPED_WIDTH)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

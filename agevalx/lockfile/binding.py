@@ -22,7 +22,7 @@ from agevalx.config.secrets import (
 from agevalx.dataset.loader import Dataset, TaskSource, check_format
 from agevalx.errors import ConfigError, UsageError
 from agevalx.hashing import digest_file
-from agevalx.lock.models import LockedBinding, LockedRole
+from agevalx.lockfile.models import LockedBinding, LockedRole
 
 PROFILES_FILE = "profiles.yaml"
 BUILTIN_AGENTS = {"oracle": AgentProfile(executor="oracle")}

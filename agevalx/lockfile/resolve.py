@@ -8,8 +8,8 @@ from agevalx.dataset.files import FileDigester, task_files
 from agevalx.dataset.loader import Dataset, TaskSource
 from agevalx.errors import ConfigError
 from agevalx.hashing import digest_json
-from agevalx.lock.binding import BindingRequest, bind
-from agevalx.lock.models import LockedBinding, LockedDataset, LockedFeatures, TaskLock
+from agevalx.lockfile.binding import BindingRequest, bind
+from agevalx.lockfile.models import LockedBinding, LockedDataset, LockedFeatures, TaskLock
 
 PROMPT_FILE = "prompts/task.md"
 UNLOCKED_PARAMETERS = {"main_environment", "cap_add"}

@@ -1,0 +1,30 @@
+"""Where the local cache lives: `--cache-dir`, then `$AGEVAL_CACHE_DIR`, then XDG."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_VAR = "AGEVAL_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """`$AGEVAL_CACHE_DIR`, else `$XDG_CACHE_HOME/ageval`, else `~/.cache/ageval`.
+
+    Empty variables count as unset, and a relative `XDG_CACHE_HOME` is ignored, as the
+    XDG Base Directory specification requires.
+    """
+    explicit = os.environ.get(ENV_VAR)
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "ageval"
+    return Path.home() / ".cache" / "ageval"
+
+
+def resolve_cache_dir(flag: str | None) -> Path:
+    """The cache directory to use: an explicit `--cache-dir` wins over the environment."""
+    if flag:
+        return Path(flag).expanduser().absolute()
+    return default_cache_dir()

@@ -1,0 +1,455 @@
+"""The content-addressed store: blobs, tree manifests, action entries and refs.
+
+See `cache_layout.md` for the on-disk format. Every write is staged under `tmp/`,
+fsynced and renamed into place; blobs and trees are written before the action entry
+that names them. Every read re-hashes what it returns; a corrupt object is removed and
+reported as `cache_corrupt_object`, so the next lookup is an ordinary miss.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from pydantic import ValidationError
+
+from agevalx.cache import layout
+from agevalx.cache.atomic import ensure_dir, staged, unwritable, write_atomic
+from agevalx.cache.errors import CacheError
+from agevalx.cache.locking import CacheLock
+from agevalx.cache.manifest import ActionManifest, RefFile, TreeEntry, TreeManifest
+from agevalx.cache.statcache import StatCache
+from agevalx.cache.streams import pump, write_all
+from agevalx.cache.tree import HASH_WORKERS, hash_tree
+from agevalx.hashing import digest_bytes
+
+OBJECT_MODE = 0o444
+ENTRY_MODE = 0o644
+
+
+class CacheStore:
+    """One cache directory. Safe to share between threads and processes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.absolute()
+        self.tmp = self.root / layout.TMP
+        self._open_layout()
+        self.lock = CacheLock(self.root / layout.LOCK_FILE)
+        self.stat_cache = StatCache(self.root / layout.STAT_CACHE_FILE)
+        """Digest memo for `put_tree`, kept in this cache root."""
+
+    def _open_layout(self) -> None:
+        version_file = self.root / layout.VERSION_FILE
+        try:
+            found = version_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            found = None
+        except OSError as exc:
+            raise unwritable(exc, version_file) from exc
+        if found is not None and found != layout.LAYOUT_VERSION:
+            raise CacheError(
+                "cache_version_mismatch",
+                f"cache layout is {found!r}; this ageval reads {layout.LAYOUT_VERSION!r}",
+                file=str(version_file),
+                hint="use another --cache-dir, or upgrade ageval",
+            )
+        for area in (layout.object_dir(self.root), layout.tree_dir(self.root)):
+            ensure_dir(area)
+        for name in (layout.ACTIONS, layout.REFS, layout.TMP):
+            ensure_dir(self.root / name)
+        if found is None:
+            write_atomic(self.tmp, version_file, f"{layout.LAYOUT_VERSION}\n".encode())
+
+    def in_use(self) -> AbstractContextManager[None]:
+        """Hold the shared gc lock: gc waits until the block ends.
+
+        Wrap every sequence "store blobs/trees, then the action entry naming them" (and
+        "look up an action, then restore its outputs") in one `in_use()` block.
+        """
+        return self.lock.shared()
+
+    def close(self) -> None:
+        self.stat_cache.close()
+
+    def __enter__(self) -> CacheStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # Blobs
+
+    def put_bytes(self, data: bytes) -> str:
+        """Store `data` as a blob and return its digest."""
+        digest = digest_bytes(data)
+        dest = layout.object_path(self.root, digest)
+        with self.in_use():
+            if not dest.exists():
+                write_atomic(self.tmp, dest, data, OBJECT_MODE)
+        return digest
+
+    def put_file(self, path: Path) -> str:
+        """Store a file's bytes as a blob, hashing while copying; return the digest."""
+        with self.in_use():
+            return self._put_path(path, follow_symlinks=True)
+
+    def _put_path(self, path: Path, *, follow_symlinks: bool) -> str:
+        flags = os.O_RDONLY | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+        with staged(self.tmp) as staging:
+            try:
+                src = os.open(path, flags)
+                try:
+                    digest, _ = pump(src, staging.write)
+                finally:
+                    os.close(src)
+            except OSError as exc:
+                raise CacheError(
+                    "cache_source_changed",
+                    f"cannot read {path}: {exc.strerror or exc}",
+                    file=str(path),
+                ) from exc
+            dest = layout.object_path(self.root, digest)
+            if not dest.exists():
+                staging.commit(dest, OBJECT_MODE)
+        return digest
+
+    def has_blob(self, digest: str) -> bool:
+        return layout.object_path(self.root, digest).is_file()
+
+    def get_bytes(self, digest: str) -> bytes:
+        """A blob's bytes, verified against its digest."""
+        return self._read_verified(layout.object_path(self.root, digest), digest)
+
+    def open_blob(self, digest: str) -> BinaryIO:
+        """An open binary file positioned at 0, whose content was verified first."""
+        path = layout.object_path(self.root, digest)
+        handle = self._open_object(path, digest)
+        try:
+            found, _ = pump(handle.fileno())
+            handle.seek(0)
+        except BaseException:
+            handle.close()
+            raise
+        if found != digest:
+            handle.close()
+            raise self._corrupt(path, digest)
+        return handle
+
+    def export_blob(self, digest: str, dest: Path) -> None:
+        """Write a blob to `dest` (replacing it atomically), verifying while copying."""
+        try:
+            fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
+        except OSError as exc:
+            raise unwritable(exc, dest) from exc
+        staging = Path(name)
+        try:
+            try:
+                self._copy_verified(digest, fd)
+            finally:
+                os.close(fd)
+            os.chmod(staging, 0o644)
+            os.replace(staging, dest)
+        except OSError as exc:
+            raise unwritable(exc, dest) from exc
+        finally:
+            staging.unlink(missing_ok=True)
+
+    def _copy_verified(self, digest: str, out_fd: int) -> None:
+        path = layout.object_path(self.root, digest)
+        with self._open_object(path, digest) as handle:
+            found, _ = pump(handle.fileno(), lambda chunk: write_all(out_fd, chunk))
+        if found != digest:
+            raise self._corrupt(path, digest)
+
+    def _open_object(self, path: Path, digest: str) -> BinaryIO:
+        try:
+            return path.open("rb", buffering=0)
+        except FileNotFoundError as exc:
+            raise _missing(digest) from exc
+
+    def _read_verified(self, path: Path, digest: str) -> bytes:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise _missing(digest) from exc
+        if digest_bytes(data) != digest:
+            raise self._corrupt(path, digest)
+        return data
+
+    def _corrupt(self, path: Path, digest: str) -> CacheError:
+        """Remove a corrupt object (a later lookup misses) and describe it."""
+        discard(path)
+        return CacheError(
+            "cache_corrupt_object",
+            f"object {digest} does not match its digest; it was removed",
+            file=str(path),
+            hint="treat it as a cache miss: the node will be recomputed",
+        )
+
+    # Trees
+
+    def put_tree(
+        self,
+        src: Path,
+        *,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+    ) -> TreeManifest:
+        """Store every file under `src` and its manifest; return the manifest.
+
+        Symlinks are recorded, never followed. Raises `cache_source_changed` if a file
+        changes between hashing and copying.
+        """
+        manifest = hash_tree(src, include=include, exclude=exclude, stat_cache=self.stat_cache)
+        with self.in_use():
+            missing = [entry for entry in manifest.files() if not self.has_blob(_digest(entry))]
+            with ThreadPoolExecutor(max_workers=HASH_WORKERS) as pool:
+                list(pool.map(lambda entry: self._put_tree_file(src, entry), missing))
+            self.put_tree_manifest(manifest)
+        return manifest
+
+    def _put_tree_file(self, src: Path, entry: TreeEntry) -> None:
+        digest = self._put_path(src / entry.path, follow_symlinks=False)
+        if digest != entry.digest:
+            raise CacheError(
+                "cache_source_changed",
+                f"{entry.path} changed while it was being stored",
+                file=str(src / entry.path),
+                hint="make sure nothing writes to the tree while it is snapshotted",
+            )
+
+    def put_tree_manifest(self, manifest: TreeManifest) -> str:
+        """Store a manifest whose blobs are already stored; return the tree digest."""
+        with self.in_use():
+            missing = sorted({d for d in map(_digest, manifest.files()) if not self.has_blob(d)})
+            if missing:
+                raise _missing(", ".join(missing))
+            dest = layout.tree_path(self.root, manifest.digest)
+            if not dest.exists():
+                write_atomic(self.tmp, dest, manifest.canonical_bytes(), OBJECT_MODE)
+        return manifest.digest
+
+    def has_tree(self, digest: str) -> bool:
+        return layout.tree_path(self.root, digest).is_file()
+
+    def get_tree(self, digest: str) -> TreeManifest:
+        """A stored manifest, verified against its digest and validated."""
+        path = layout.tree_path(self.root, digest)
+        data = self._read_verified(path, digest)
+        return TreeManifest.from_bytes(data, source=str(path))
+
+    def restore_tree(self, digest: str, dest: Path) -> TreeManifest:
+        """Materialise a tree into `dest`, which must be missing or empty.
+
+        Manifests may come from an untrusted remote: entries are validated (no absolute
+        paths, no `..`, nothing below a symlink), every parent is re-resolved before a
+        write, files are created with O_EXCL|O_NOFOLLOW, and symlinks are made last.
+        """
+        with self.in_use():
+            manifest = self.get_tree(digest)
+            base = _empty_target(dest)
+            try:
+                for entry in manifest.entries:
+                    if entry.type != "symlink":
+                        self._restore_entry(base, entry)
+                for entry in manifest.entries:
+                    if entry.type == "symlink":
+                        os.symlink(entry.target or "", _inside(base, entry.path))
+            except OSError as exc:
+                raise unwritable(exc, dest) from exc
+        return manifest
+
+    def _restore_entry(self, base: str, entry: TreeEntry) -> None:
+        target = _inside(base, entry.path)
+        if entry.type == "dir":
+            os.mkdir(target, 0o755)
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(target, flags, 0o600)
+        try:
+            self._copy_verified(_digest(entry), fd)
+            os.fchmod(fd, entry.mode)
+        finally:
+            os.close(fd)
+
+    # Actions
+
+    def put_action(self, manifest: ActionManifest) -> None:
+        """Write an action entry; every blob and tree it names must already be stored."""
+        with self.in_use():
+            missing = self.missing_outputs(manifest)
+            if missing:
+                raise CacheError(
+                    "cache_missing_object",
+                    f"action {manifest.kind}/{manifest.key} names objects not in the cache: "
+                    + ", ".join(missing),
+                    hint="store blobs and trees before the action entry that names them",
+                )
+            dest = layout.action_path(self.root, manifest.kind, manifest.key)
+            write_atomic(self.tmp, dest, manifest.canonical_bytes(), ENTRY_MODE)
+
+    def get_action(self, kind: str, key: str) -> ActionManifest | None:
+        """The entry for node `key` of `kind` if it is a complete hit, else None.
+
+        A hit needs the entry to parse and validate and every blob and tree it names
+        (and every blob of those trees) to be present. Anything else is a miss.
+        """
+        path = layout.action_path(self.root, kind, key)
+        with self.in_use():
+            manifest = read_action(path, kind, key)
+            if manifest is None or self.missing_outputs(manifest):
+                return None
+        return manifest
+
+    def missing_outputs(
+        self, manifest: ActionManifest, trees: dict[str, TreeManifest | None] | None = None
+    ) -> list[str]:
+        """Digests the entry needs that are absent, truncated or (for trees) corrupt.
+
+        `trees` memoises parsed manifests across calls (gc and verify pass one).
+        """
+        trees = {} if trees is None else trees
+        missing: list[str] = []
+        for output in manifest.outputs.values():
+            if output.type == "blob":
+                if not self.has_blob(output.digest):
+                    missing.append(output.digest)
+                continue
+            tree = self.tree_or_none(output.digest, trees)
+            if tree is None:
+                missing.append(output.digest)
+            else:
+                missing.extend(_digest(e) for e in tree.files() if not self._blob_intact(e))
+        return missing
+
+    def tree_or_none(
+        self, digest: str, trees: dict[str, TreeManifest | None]
+    ) -> TreeManifest | None:
+        """A verified manifest, or None if it is missing or corrupt; memoised in `trees`."""
+        if digest not in trees:
+            try:
+                trees[digest] = self.get_tree(digest)
+            except CacheError:
+                trees[digest] = None
+        return trees[digest]
+
+    def _blob_intact(self, entry: TreeEntry) -> bool:
+        try:
+            return layout.object_path(self.root, _digest(entry)).stat().st_size == entry.size
+        except FileNotFoundError:
+            return False
+
+    # Refs
+
+    def set_ref(self, name: str, targets: Iterable[str]) -> None:
+        """Make `name` a gc root keeping `targets` (`kind/key` entries or digests)."""
+        path = layout.ref_path(self.root, name)
+        try:
+            ref = RefFile(targets=tuple(sorted(set(targets))))
+        except ValidationError as exc:
+            raise CacheError(
+                "cache_invalid_name",
+                f"ref {name!r}: targets must be 'kind/key' or a digest: {exc}",
+                field="targets",
+            ) from exc
+        write_atomic(self.tmp, path, ref.canonical_bytes(), ENTRY_MODE)
+
+    def delete_ref(self, name: str) -> bool:
+        """Remove a ref; return whether it existed."""
+        path = layout.ref_path(self.root, name)
+        existed = path.exists()
+        path.unlink(missing_ok=True)
+        return existed
+
+    def list_refs(self) -> dict[str, tuple[str, ...]]:
+        """Every ref and its targets. A malformed ref raises `cache_invalid_ref`."""
+        refs: dict[str, tuple[str, ...]] = {}
+        for path in sorted((self.root / layout.REFS).iterdir()):
+            if layout.REF_NAME_RE.fullmatch(path.name):
+                refs[path.name] = _read_ref(path).targets
+        return refs
+
+
+def read_action(path: Path, kind: str, key: str) -> ActionManifest | None:
+    """Parse an action file; None if it is missing, malformed or names another node."""
+    try:
+        manifest = ActionManifest.from_bytes(path.read_bytes(), source=str(path))
+    except (OSError, CacheError):
+        return None
+    if manifest.kind != kind or manifest.key != key:
+        return None
+    return manifest
+
+
+def discard(path: Path) -> None:
+    """Remove a file if possible; a file that cannot be removed stays a miss anyway."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        return
+
+
+def _read_ref(path: Path) -> RefFile:
+    try:
+        return RefFile.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        raise CacheError(
+            "cache_invalid_ref",
+            f"ref {path.name} is unreadable or malformed: {exc}",
+            file=str(path),
+            hint="fix or delete the ref file; gc refuses to run without knowing its roots",
+        ) from exc
+
+
+def _digest(entry: TreeEntry) -> str:
+    assert entry.digest is not None, "file entries always carry a digest"
+    return entry.digest
+
+
+def _missing(digest: str) -> CacheError:
+    return CacheError(
+        "cache_missing_object",
+        f"object {digest} is not in the cache",
+        hint="treat it as a cache miss: the node will be recomputed",
+    )
+
+
+def _empty_target(dest: Path) -> str:
+    """Create `dest` if needed, insist it is empty, and return its real path."""
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        occupied = any(dest.iterdir())
+    except OSError as exc:
+        raise unwritable(exc, dest) from exc
+    if occupied:
+        raise CacheError(
+            "cache_restore_target_not_empty",
+            f"{dest} is not empty; a tree is restored only into an empty directory",
+            file=str(dest),
+        )
+    return os.path.realpath(dest)
+
+
+def _inside(base: str, rel: str) -> str:
+    """`base/rel`, refusing any path whose parent resolves outside `base`."""
+    target = os.path.join(base, rel)
+    parent = os.path.dirname(target)
+    if not rel or rel.startswith("/") or os.path.realpath(parent) != parent:
+        raise CacheError(
+            "cache_unsafe_path",
+            f"tree entry {rel!r} would be written outside {base}",
+            field="path",
+            hint="the tree manifest is malicious or corrupt; do not use this cache entry",
+        )
+    return target

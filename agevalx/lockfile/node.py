@@ -1,0 +1,42 @@
+"""The lock node's executor and the lock files written as views of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agevalx.cache.manifest import OutputRef
+from agevalx.fsutil import atomic_write
+from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.nodes import Node
+from agevalx.hashing import canonical_json
+
+LOCK_DIR = ".ageval/locks"
+
+
+def lock_bytes(document: dict[str, Any]) -> bytes:
+    return canonical_json(document) + b"\n"
+
+
+def execute_lock(node: Node, context: ExecutionContext) -> NodeResult:
+    """Store the lock document (resolved while planning) as the node's output blob."""
+    document = node.payload["lock"]
+    digest = context.store.put_bytes(lock_bytes(document))
+    return NodeResult(
+        outputs={"lock": OutputRef(digest=digest, type="blob")},
+        meta={"task_id": node.task_id, "config_digest": document["config_digest"]},
+    )
+
+
+def lock_path(dataset_root: Path, task_id: str) -> Path:
+    return dataset_root / LOCK_DIR / f"{task_id}.lock.json"
+
+
+def write_lock_view(dataset_root: Path, node: Node) -> Path:
+    """Write `.ageval/locks/<task>.lock.json`, the readable view of a lock node."""
+    assert node.task_id is not None
+    path = lock_path(dataset_root, node.task_id)
+    data = lock_bytes(node.payload["lock"])
+    if not path.is_file() or path.read_bytes() != data:
+        atomic_write(path, data)
+    return path

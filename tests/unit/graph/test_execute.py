@@ -1,0 +1,137 @@
+"""The scheduler: misses computed in dependency order, hits reused, failures contained."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agevalx.cache.manifest import OutputRef
+from agevalx.cache.store import CacheStore
+from agevalx.errors import AgevalError
+from agevalx.graph.execute import ExecutionContext, NodeResult, execute
+from agevalx.graph.nodes import Node
+from agevalx.graph.plan import PlanRequest, plan
+from agevalx.lockfile.node import execute_lock
+
+pytestmark = pytest.mark.unit
+
+
+class Recorder:
+    """Fake executors for every kind: store a blob naming the node, remember the order."""
+
+    def __init__(self, fail: set[str] | None = None, delay: float = 0.0) -> None:
+        self.fail = fail or set()
+        self.delay = delay
+        self.order: list[str] = []
+        self.running = 0
+        self.peak = 0
+        self.guard = threading.Lock()
+
+    def __call__(self, node: Node, context: ExecutionContext) -> NodeResult:
+        with self.guard:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            time.sleep(self.delay)
+            for parent in context.parent_results(node):
+                assert parent.key  # every parent finished before this node started
+            if node.id in self.fail:
+                raise AgevalError("fake_failure", f"{node.id} failed on purpose")
+            digest = context.store.put_bytes(node.id.encode())
+            with self.guard:
+                self.order.append(node.id)
+            return NodeResult(outputs={"out": OutputRef(digest=digest, type="blob")})
+        finally:
+            with self.guard:
+                self.running -= 1
+
+    def executors(self) -> dict[str, object]:
+        return {kind: self for kind in ("image", "run", "evaluate", "summary")} | {
+            "lock": execute_lock
+        }
+
+
+def run_job(dataset: Path, store: CacheStore, recorder: Recorder, workers: int = 1, k: int = 2):
+    planned = plan(PlanRequest(dataset=dataset, k=k), store)
+    return execute(planned, store, recorder.executors(), workers=workers)  # type: ignore[arg-type]
+
+
+def test_first_run_computes_everything_and_second_reuses_everything(
+    dataset: Path, store: CacheStore
+) -> None:
+    first = run_job(dataset, store, Recorder())
+    assert first.ok and first.counts()["computed"] == len(first.nodes)
+    again = Recorder()
+    second = run_job(dataset, store, again)
+    assert second.counts() == {"reused": len(first.nodes), "computed": 0, "failed": 0, "blocked": 0}
+    assert again.order == []
+
+
+def test_parents_finish_before_children(dataset: Path, store: CacheStore) -> None:
+    recorder = Recorder()
+    run_job(dataset, store, recorder, workers=3)
+    position = {name: index for index, name in enumerate(recorder.order)}
+    assert position["image:alpha"] < position["run:alpha#0"] < position["evaluate:alpha#0"]
+    assert position["summary:job"] == len(recorder.order) - 1
+
+
+def test_a_failed_node_blocks_its_descendants_and_nothing_else(
+    dataset: Path, store: CacheStore
+) -> None:
+    report = run_job(dataset, store, Recorder(fail={"run:alpha#1"}))
+    outcome = {item.node.id: item.outcome for item in report.nodes}
+    assert outcome["run:alpha#1"] == "failed"
+    assert outcome["evaluate:alpha#1"] == "blocked"
+    assert outcome["summary:job"] == "blocked"
+    assert outcome["evaluate:alpha#0"] == "computed"
+    assert outcome["evaluate:beta#1"] == "computed"
+    failed = next(item for item in report.nodes if item.outcome == "failed")
+    assert failed.error is not None and failed.error.code == "fake_failure"
+    assert not report.ok
+
+
+def test_after_a_failure_the_next_run_computes_only_what_is_missing(
+    dataset: Path, store: CacheStore
+) -> None:
+    run_job(dataset, store, Recorder(fail={"run:alpha#1"}))
+    recorder = Recorder()
+    report = run_job(dataset, store, recorder)
+    assert sorted(recorder.order) == ["evaluate:alpha#1", "run:alpha#1", "summary:job"]
+    assert report.ok
+
+
+def test_workers_bound_concurrency(dataset: Path, store: CacheStore) -> None:
+    recorder = Recorder(delay=0.05)
+    run_job(dataset, store, recorder, workers=2, k=3)
+    assert recorder.peak == 2
+
+
+def test_one_worker_runs_one_node_at_a_time(dataset: Path, store: CacheStore) -> None:
+    recorder = Recorder(delay=0.01)
+    run_job(dataset, store, recorder, workers=1)
+    assert recorder.peak == 1
+
+
+def test_a_kind_without_executor_fails_with_a_code(dataset: Path, store: CacheStore) -> None:
+    planned = plan(PlanRequest(dataset=dataset, tasks=("beta",)), store)
+    report = execute(planned, store, {"lock": execute_lock})
+    outcome = {item.node.id: item for item in report.nodes}
+    assert outcome["lock:beta"].outcome == "computed"
+    image = outcome["image:beta"]
+    assert image.outcome == "failed" and image.error is not None
+    assert image.error.code == "executor_unavailable"
+    assert outcome["evaluate:beta#0"].outcome == "blocked"
+
+
+def test_a_crashing_executor_is_a_failed_node_not_a_crash(dataset: Path, store: CacheStore) -> None:
+    def broken(node: Node, context: ExecutionContext) -> NodeResult:
+        raise RuntimeError("boom")
+
+    planned = plan(PlanRequest(dataset=dataset, tasks=("beta",)), store)
+    report = execute(planned, store, {"lock": execute_lock, "image": broken})
+    image = next(item for item in report.nodes if item.node.id == "image:beta")
+    assert image.outcome == "failed" and image.error is not None
+    assert image.error.code == "node_failed" and "boom" in image.error.message

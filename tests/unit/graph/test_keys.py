@@ -1,0 +1,94 @@
+"""Golden values: an accidental change of a key formula or of a rule is caught here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import xxhash
+
+from agevalx.cache.store import CacheStore
+from agevalx.graph.keys import KEY_SCHEMA, key_material, lock_field, node_key, select_files
+from agevalx.graph.plan import PlanRequest, plan
+from agevalx.graph.rules import FileSelection, Rule, load_rules
+
+pytestmark = pytest.mark.unit
+
+SYNTHETIC = Rule.model_validate(
+    {
+        "kind": "demo",
+        "version": 3,
+        "scope": "task",
+        "description": "d",
+        "outputs": [{"name": "out", "type": "blob"}],
+    }
+)
+
+
+def test_key_material_has_schema_kind_version_inputs_and_sorted_parents() -> None:
+    material = key_material(SYNTHETIC, {"request": {"attempt": 0}}, {"run": ["b" * 32, "a" * 32]})
+    assert material == {
+        "key_schema": KEY_SCHEMA,
+        "kind": "demo",
+        "rule_version": 3,
+        "inputs": {"request": {"attempt": 0}},
+        "parents": {"run": ["a" * 32, "b" * 32]},
+    }
+
+
+def test_node_key_is_xxh3_128_of_the_canonical_material_and_pinned() -> None:
+    key = node_key(SYNTHETIC, {"task_files": {"a.txt": "0" * 32}}, {"image": ["1" * 32]})
+    canonical = (
+        '{"inputs":{"task_files":{"a.txt":"' + "0" * 32 + '"}},"key_schema":1,"kind":"demo",'
+        '"parents":{"image":["' + "1" * 32 + '"]},"rule_version":3}'
+    )
+    assert key == xxhash.xxh3_128_hexdigest(canonical.encode())
+    assert key == "f074089d704fa33bc6ec12e25cedef01"
+
+
+def test_parent_order_does_not_change_the_key() -> None:
+    first = node_key(SYNTHETIC, {}, {"run": ["a" * 32, "b" * 32]})
+    assert first == node_key(SYNTHETIC, {}, {"run": ["b" * 32, "a" * 32]})
+
+
+def test_rule_version_enters_the_key() -> None:
+    bumped = SYNTHETIC.model_copy(update={"version": 4})
+    assert node_key(SYNTHETIC, {}, {}) != node_key(bumped, {}, {})
+
+
+def test_select_files_applies_include_and_exclude_to_directories() -> None:
+    files = {"a.py": "1", "evaluation/x.py": "2", "evaluator.py": "3", "data/y": "4"}
+    chosen = select_files(
+        files, FileSelection(include=["**"], exclude=["evaluation", "evaluator.py"])
+    )
+    assert chosen == {"a.py": "1", "data/y": "4"}
+    assert select_files(files, FileSelection(include=["evaluation/**"])) == {"evaluation/x.py": "2"}
+
+
+def test_lock_field_reads_dotted_paths_and_missing_is_none() -> None:
+    document = {"task": {"limits": {"wall_time_seconds": 5}}}
+    assert lock_field(document, "task.limits.wall_time_seconds") == 5
+    assert lock_field(document, "task.limits.nope") is None
+    assert lock_field(document, "task.limits.wall_time_seconds.deeper") is None
+
+
+def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
+    rules = load_rules()
+    assert set(rules) == {"lock", "image", "run", "checkpoint", "evaluate", "summary"}
+    assert rules["evaluate"].parents == ["run"]
+    assert rules["run"].parents == ["image"]
+
+
+GOLDEN_KEYS = {
+    "lock:alpha": "5ad8bc4f399cda276520215f45392175",
+    "image:alpha": "9176524902f3b786991ae51e47cbddfe",
+    "run:alpha#0": "d4b1c123e9ac691a9295df1932b0742c",
+    "evaluate:alpha#0": "50085019d4b79f33d6b4dae36c26bd49",
+}
+
+
+def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: CacheStore) -> None:
+    planned = plan(PlanRequest(dataset=dataset, tasks=("alpha",), k=2), store)
+    keys = {node.id: node.key for node in planned.nodes()}
+    assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
+    assert keys["summary:job"] == "f1b075914f5cba773e599867b498a570"

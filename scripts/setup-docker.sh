@@ -92,11 +92,16 @@ apt_install() {  # apt_install PACKAGE...
   export DEBIAN_FRONTEND=noninteractive
   if [ "$apt_updated" = 0 ]; then
     log "apt-get update"
-    apt-get update -qq >/dev/null || die "apt-get update failed"
+    local out
+    if ! out=$(apt-get update -qq 2>&1); then printf '%s\n' "$out" | tail -n 20 >&2; die "apt-get update failed"; fi
     apt_updated=1
   fi
   log "apt-get install $*"
-  apt-get install -y -qq --no-install-recommends "$@" >/dev/null || die "apt-get install $* failed"
+  local out
+  if ! out=$(apt-get install -y -qq --no-install-recommends "$@" 2>&1); then
+    printf '%s\n' "$out" | tail -n 20 >&2
+    die "apt-get install $* failed"
+  fi
 }
 
 daemon_json_has() { [ -f /etc/docker/daemon.json ] && grep -q "\"$1\"" /etc/docker/daemon.json; }
@@ -125,14 +130,23 @@ overlay_mount_works() {  # a real overlay mount (with a write) on the filesystem
   return "$ok"
 }
 
-choose_storage_driver() {  # prints the --storage-driver value to pass, or nothing to leave it to dockerd
+driver=""         # the --storage-driver value to pass, or empty to leave it to dockerd
+driver_reason=""  # why, for the summary
+choose_storage_driver() {
   local root
-  if [ -n "${AGEVAL_DOCKER_STORAGE_DRIVER:-}" ]; then printf '%s\n' "$AGEVAL_DOCKER_STORAGE_DRIVER"; return; fi
-  if daemon_json_has storage-driver; then return; fi  # daemon.json decides; passing a flag too is an error
+  if [ -n "${AGEVAL_DOCKER_STORAGE_DRIVER:-}" ]; then
+    driver=$AGEVAL_DOCKER_STORAGE_DRIVER; driver_reason="set by AGEVAL_DOCKER_STORAGE_DRIVER"; return
+  fi
+  if daemon_json_has storage-driver; then  # daemon.json decides; passing a flag too is an error
+    driver=""; driver_reason="set in /etc/docker/daemon.json"; return
+  fi
   root=$(data_root)
   # Keep the driver that already holds images here, so a restart finds them again.
-  if [ -d "$root/image/vfs" ] && [ ! -d "$root/image/overlay2" ]; then echo vfs; return; fi
-  if overlay_mount_works; then echo overlay2; else echo vfs; fi
+  if [ -d "$root/image/vfs" ] && [ ! -d "$root/image/overlay2" ]; then
+    driver=vfs; driver_reason="kept: $root already holds vfs images"; return
+  fi
+  if overlay_mount_works; then driver=overlay2; driver_reason="an overlay mount works here"
+  else driver=vfs; driver_reason="fallback: an overlay mount on $root failed here"; fi
 }
 
 dockerd_pid=""
@@ -143,17 +157,36 @@ start_dockerd() {  # start_dockerd ARGS...: start dockerd, wait until it answers
     echo "=== $(date -u +%Y-%m-%dT%H:%M:%SZ) setup-docker: dockerd $*"
   } >>"$DOCKERD_LOG"
   # setsid: its own session, so it outlives this script's shell and process group.
-  setsid nohup dockerd "$@" >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  # 9>&-: it must not inherit the lock, or every later run would wait for dockerd to exit.
+  setsid nohup dockerd "$@" >>"$DOCKERD_LOG" 2>&1 </dev/null 9>&- &
   dockerd_pid=$!
   while ! engine_version >/dev/null; do
     if ! kill -0 "$dockerd_pid" 2>/dev/null; then return 1; fi
     if [ "$waited" -ge $((DOCKERD_TIMEOUT * 2)) ]; then
       log "dockerd (pid $dockerd_pid) did not answer within ${DOCKERD_TIMEOUT}s; last lines of $DOCKERD_LOG:"
-      tail -n 30 "$DOCKERD_LOG" >&2
+      tail -n 20 "$DOCKERD_LOG" >&2
       die "the Docker engine did not come up (it is still running as pid $dockerd_pid)"
     fi
     sleep 0.5; waited=$((waited + 1))
   done
+}
+
+live_process() {  # live_process PID NAME: PID runs NAME and is no zombie
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] || return 1
+  stat=${stat##*) }  # the fields after "(comm) "; the first is the state
+  case "${stat%% *}" in Z|X|x) return 1 ;; esac
+}
+
+remove_stale_pidfile() {  # remove_stale_pidfile FILE NAME: a pid file whose process is gone (or a zombie)
+  local pid
+  [ -f "$1" ] || return 0
+  pid=$(cat "$1" 2>/dev/null || true)
+  if [ -z "$pid" ] || ! live_process "$pid" "$2"; then
+    rm -f "$1"
+    log "removed the stale $1 (its $2, pid ${pid:-?}, is gone)"
+  fi
 }
 
 this_start_log() { awk '/^=== .* setup-docker: dockerd/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$DOCKERD_LOG"; }
@@ -166,6 +199,9 @@ if ! engine_version >/dev/null; then
   if [ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST}" != unix:///var/run/docker.sock ] \
       && [ "${DOCKER_HOST}" != unix:///run/docker.sock ]; then
     die "DOCKER_HOST=$DOCKER_HOST is set but no engine answers there; start it, or unset DOCKER_HOST to let this script start a local one"
+  fi
+  if ! is_root && [ -S /var/run/docker.sock ] && [ ! -w /var/run/docker.sock ]; then
+    die "an engine's socket /var/run/docker.sock exists but this user may not use it: run as root, or join the group $(stat -c %G /var/run/docker.sock)"
   fi
   need_root "starting a Docker engine"
   if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
@@ -194,7 +230,11 @@ if ! engine_version >/dev/null; then
     done
     engine_action="waited for the running dockerd"
   else
-    driver=$(choose_storage_driver)
+    # A dockerd that was killed leaves its pid files; if its parent never reaps it, the zombie
+    # still counts as running, and dockerd would refuse to start.
+    remove_stale_pidfile /var/run/docker.pid dockerd
+    remove_stale_pidfile /var/run/docker/containerd/containerd.pid containerd
+    choose_storage_driver
     driver_args=()
     if [ -n "$driver" ]; then driver_args=(--storage-driver "$driver"); fi
     log "starting dockerd${driver:+ with storage driver $driver} (log: $DOCKERD_LOG)"
@@ -203,15 +243,16 @@ if ! engine_version >/dev/null; then
     for net_args in "" "--iptables=false --ip-masq=false" "--iptables=false --ip-masq=false --bridge=none"; do
       # shellcheck disable=SC2086  # net_args is a list of words on purpose
       if start_dockerd "${driver_args[@]}" $net_args; then started=1; break; fi
+      start_log=$(this_start_log)
+      errors=$(grep -E 'level=(error|fatal)|^failed to start daemon' <<<"$start_log" | tail -n 5 || true)
       log "dockerd ${driver_args[*]} $net_args exited at start; its log says:"
-      this_start_log | grep -iE 'level=(error|fatal)|failed' | tail -n 5 >&2 || true
-      if ! this_start_log | grep -qiE 'iptables|bridge|network controller|nat chain|docker0'; then
+      printf '%s\n' "${errors:-$(tail -n 10 <<<"$start_log")}" >&2
+      if ! grep -qiE 'iptables|bridge|network controller|nat chain|docker0' <<<"$errors"; then
         break  # not a networking problem: no point retrying with less networking
       fi
     done
     if [ "$started" != 1 ]; then
-      log "last lines of $DOCKERD_LOG:"; tail -n 30 "$DOCKERD_LOG" >&2
-      die "dockerd would not start"
+      die "dockerd would not start; its whole log is $DOCKERD_LOG"
     fi
     case "${net_args:-}" in
       "") ;;
@@ -222,6 +263,8 @@ if ! engine_version >/dev/null; then
 fi
 engine=$(engine_version) || die "no Docker engine answers"
 storage_driver=$(docker info --format '{{.Driver}}')
+if [ -n "$driver_reason" ]; then storage_driver="$storage_driver ($driver_reason)"
+else storage_driver="$storage_driver (as the running engine has it)"; fi
 log "engine $engine ($engine_action) with storage driver $storage_driver in $(elapsed "$t_engine")s"
 
 # --- 2. the base image -------------------------------------------------------------------------
@@ -259,12 +302,12 @@ debian_mirror() {  # the Debian mirror apt already uses (first http(s) entry for
                else if (key == "enabled:") enabled = tolower($0) }
              END { flush() }' "$f" ;;
     esac
-  done | head -n 1)
+  done | awk 'NR == 1')
   [ -n "$m" ] && printf '%s\n' "${m%/}"
 }
 
 build_seconds=""
-image_action="present"
+image_action="already there"
 if [ "$rebuild_base" = 1 ] || ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
   need_root "building $IMAGE with debootstrap"
   command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
@@ -275,8 +318,9 @@ if [ "$rebuild_base" = 1 ] || ! docker image inspect "$IMAGE" >/dev/null 2>&1; t
   if [ -n "${http_proxy_apt:-}" ] && [ -z "${http_proxy:-}" ]; then export http_proxy=$http_proxy_apt; fi
 
   t_build=$(date +%s.%N)
+  old_id=$(docker image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
   rootfs=$(mktemp -d /var/tmp/ageval-base.XXXXXX)
-  cleanup_paths+=("$rootfs")
+  cleanup_paths+=("$rootfs" "$rootfs.log")
   log "debootstrap --variant=minbase --include=python3 $SUITE from $mirror (takes a minute or two)"
   if ! debootstrap --variant=minbase --include=python3 "$SUITE" "$rootfs" "$mirror" \
       >"$rootfs.log" 2>&1; then
@@ -331,6 +375,11 @@ EOF
   build_seconds=$(elapsed "$t_build")
   image_action="built (debootstrap ${t_debootstrap}s, import ${t_import}s, total ${build_seconds}s)"
   log "$IMAGE $image_action"
+  if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+    docker tag "$IMAGE" "$IMAGE_LATEST"
+    # The image it replaces; kept if a container or another tag still uses it.
+    if docker rmi "$old_id" >/dev/null 2>&1; then log "removed the previous base image ${old_id:7:12}"; fi
+  fi
 fi
 if [ "$(docker image inspect --format '{{.Id}}' "$IMAGE")" != \
      "$(docker image inspect --format '{{.Id}}' "$IMAGE_LATEST" 2>/dev/null || true)" ]; then
@@ -376,14 +425,14 @@ EOF
   mkdir -p "$plugin_dir"
   install -m 0755 "$wheel_dir/docker-compose" "$plugin_dir/docker-compose.tmp.$$"
   mv -f "$plugin_dir/docker-compose.tmp.$$" "$plugin_dir/docker-compose"
-  compose=$(docker compose version --short 2>/dev/null) && [ -n "$compose" ] \
-    || die "installed $plugin_dir/docker-compose but \`docker compose version\` fails"
+  compose=$(docker compose version --short 2>/dev/null || true)
+  [ -n "$compose" ] || die "installed $plugin_dir/docker-compose but \`docker compose version\` fails"
   log "installed docker compose $compose to $plugin_dir in $(elapsed "$t_compose")s"
 fi
 
 # --- 4. smoke tests ----------------------------------------------------------------------------
-out=$(docker run --rm --network none "$IMAGE" python3 -c 'print(1)' 2>&1) && [ "$out" = 1 ] \
-  || die "a container does not run (storage driver $storage_driver): $out"
+out=$(docker run --rm --init --network none "$IMAGE" python3 -c 'print(1)' 2>&1 || true)
+[ "$out" = 1 ] || die "a container does not run (storage driver $storage_driver): $out"
 if out=$(docker run --rm "$IMAGE" sh -c 'test -e /sys/class/net/eth0 && echo eth0' 2>&1) && [ "$out" = eth0 ]; then
   bridge="usable"
   [ -z "$network_note" ] || bridge="usable, but $network_note"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set everything up and run the whole test suite: lint, types, unit tests, integration tests.
+# Set everything up and run the whole test suite: lint, types, unit tests, then the
+# integration tests against a real Docker engine (started here when none is running).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-docker.sh
 echo "== ruff"
 .venv/bin/ruff check agevalx tests benchmarks
 .venv/bin/ruff format --check agevalx tests benchmarks
@@ -11,7 +13,4 @@ echo "== mypy"
 echo "== unit tests"
 .venv/bin/pytest -q -m unit
 echo "== integration tests"
-status=0
-.venv/bin/pytest -q -m "not unit" || status=$?
-# pytest exits 5 when no test was collected; that is not a failure of the suite.
-if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then exit "$status"; fi
+.venv/bin/pytest -q -m "not unit"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -55,7 +56,8 @@ class GcReport(BaseModel):
 
 def collect_garbage(store: CacheStore, keep_newest_per_kind: int = DEFAULT_KEEP_NEWEST) -> GcReport:
     """Delete everything not reachable from refs or the newest complete entries per kind."""
-    report = GcReport()
+    if keep_newest_per_kind < 0:
+        raise ValueError("keep_newest_per_kind must be >= 0")
     with store.lock.exclusive():
         refs = [target for targets in store.list_refs().values() for target in targets]
         trees: dict[str, TreeManifest | None] = {}
@@ -63,17 +65,20 @@ def collect_garbage(store: CacheStore, keep_newest_per_kind: int = DEFAULT_KEEP_
         kept = _kept_actions(store, actions, refs, keep_newest_per_kind, trees)
         live_trees, live_blobs = _reachable(store, kept, refs, trees)
         kept_names = {f"{m.kind}/{m.key}" for m in kept}
-        report.actions_removed, freed_actions = _remove(
-            (a.name, a.path) for a in actions if a.manifest is None or a.name not in kept_names
-        )
-        report.trees_removed, freed_trees = _remove(_unlisted(iter_tree_files(store), live_trees))
-        report.blobs_removed, freed_blobs = _remove(_unlisted(iter_blob_files(store), live_blobs))
-        report.tmp_removed, freed_tmp = _remove(_stale_tmp(store.tmp))
-    report.bytes_freed = freed_actions + freed_trees + freed_blobs + freed_tmp
-    report.actions_kept = len(kept)
-    report.trees_kept = len(live_trees)
-    report.blobs_kept = len(live_blobs)
-    return report
+        swept_actions = _sweep(((a.name, a.path) for a in actions), kept_names)
+        swept_trees = _sweep(iter_tree_files(store), live_trees)
+        swept_blobs = _sweep(iter_blob_files(store), live_blobs)
+        swept_tmp = _sweep(_stale_tmp(store.tmp), set())
+    return GcReport(
+        actions_removed=swept_actions.removed,
+        trees_removed=swept_trees.removed,
+        blobs_removed=swept_blobs.removed,
+        tmp_removed=swept_tmp.removed,
+        bytes_freed=sum(s.freed for s in (swept_actions, swept_trees, swept_blobs, swept_tmp)),
+        actions_kept=swept_actions.kept,
+        trees_kept=swept_trees.kept,
+        blobs_kept=swept_blobs.kept,
+    )
 
 
 def _kept_actions(
@@ -108,8 +113,8 @@ def _reachable(
     live_trees: set[str] = set()
     live_blobs: set[str] = set()
     named = [(o.digest, o.type) for m in kept for o in m.outputs.values()]
-    for digest in (t for t in refs if "/" not in t):
-        named.append((digest, "tree" if store.has_tree(digest) else "blob"))
+    for digest in (target for target in refs if "/" not in target):
+        named += [(digest, "blob"), (digest, "tree")]
     for digest, kind in named:
         if kind == "blob":
             live_blobs.add(digest)
@@ -121,10 +126,6 @@ def _reachable(
     return live_trees, live_blobs
 
 
-def _unlisted(files: Iterable[tuple[str, Path]], live: set[str]) -> Iterator[tuple[str, Path]]:
-    return ((name, path) for name, path in files if name not in live)
-
-
 def _stale_tmp(tmp: Path) -> Iterator[tuple[str, Path]]:
     cutoff = time.time() - STALE_TMP_SECONDS
     for path in tmp.iterdir():
@@ -132,13 +133,25 @@ def _stale_tmp(tmp: Path) -> Iterator[tuple[str, Path]]:
             yield path.name, path
 
 
-def _remove(files: Iterable[tuple[str, Path]]) -> tuple[int, int]:
-    """Delete each file; return how many were deleted and their total size."""
-    count = freed = 0
-    for _, path in files:
+@dataclass
+class _Swept:
+    removed: int = 0
+    freed: int = 0
+    kept: int = 0
+
+
+def _sweep(files: Iterable[tuple[str, Path]], live: set[str]) -> _Swept:
+    """Delete every file whose name is not in `live`; count what went and what stayed."""
+    swept = _Swept()
+    for name, path in files:
+        if name in live:
+            swept.kept += 1
+            continue
         size = file_size(path)
         discard(path)
-        if not path.exists():
-            count += 1
-            freed += size
-    return count, freed
+        if path.exists():
+            swept.kept += 1
+        else:
+            swept.removed += 1
+            swept.freed += size
+    return swept

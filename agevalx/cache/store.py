@@ -115,7 +115,7 @@ class CacheStore:
                     os.close(src)
             except OSError as exc:
                 raise CacheError(
-                    "cache_source_changed",
+                    "cache_source_unreadable",
                     f"cannot read {path}: {exc.strerror or exc}",
                     file=str(path),
                 ) from exc
@@ -213,7 +213,8 @@ class CacheStore:
         """
         manifest = hash_tree(src, include=include, exclude=exclude, stat_cache=self.stat_cache)
         with self.in_use():
-            missing = [entry for entry in manifest.files() if not self.has_blob(_digest(entry))]
+            by_digest = {_digest(entry): entry for entry in manifest.files()}
+            missing = [entry for digest, entry in by_digest.items() if not self.has_blob(digest)]
             with ThreadPoolExecutor(max_workers=HASH_WORKERS) as pool:
                 list(pool.map(lambda entry: self._put_tree_file(src, entry), missing))
             self.put_tree_manifest(manifest)

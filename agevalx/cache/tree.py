@@ -71,7 +71,10 @@ def hash_tree(
 
 def walk(root: Path, path_filter: PathFilter) -> list[Found]:
     """Every kept directory, file and symlink under `root`, sorted by path."""
-    found = _walk_dir(os.fspath(root), "", path_filter)
+    try:
+        found = _walk_dir(os.fspath(root), "", path_filter)
+    except OSError as exc:
+        raise _source_error(str(exc.filename or root), exc) from exc
     found.sort(key=lambda item: item.path)
     return found
 
@@ -164,8 +167,8 @@ def _recordable(item: Found, hashed: dict[str, Hashed]) -> bool:
 
 def _source_error(path: str, exc: OSError) -> CacheError:
     return CacheError(
-        "cache_source_changed",
-        f"cannot read {path} while hashing: {exc.strerror or exc}",
+        "cache_source_unreadable",
+        f"cannot read {path}: {exc.strerror or exc}",
         file=path,
         hint="the tree changed or is unreadable; make sure nothing writes to it",
     )

@@ -11,6 +11,7 @@ import typer
 from agevalx.cli import cache as cache_command
 from agevalx.cli import graph as graph_command
 from agevalx.cli import lock as lock_command
+from agevalx.cli import run as run_command
 from agevalx.cli.render import render_error
 from agevalx.errors import AgevalError, UsageError
 
@@ -26,6 +27,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command(name="lock", no_args_is_help=True)(lock_command.lock)
+app.command(name="run", no_args_is_help=True)(run_command.run)
 app.add_typer(graph_command.app, name="graph", no_args_is_help=True)
 app.add_typer(cache_command.app, name="cache", no_args_is_help=True)
 

@@ -26,7 +26,8 @@ def coded(code: str, message: str, hint: str | None = None) -> PydanticCustomErr
 def relative_path(value: str, *, what: str = "path") -> str:
     """Check that `value` is a relative path that stays inside its root."""
     path = PurePosixPath(value)
-    if not value or path.is_absolute() or ".." in path.parts or "\\" in value:
+    unusable = "\x00" in value or len(value) > 1024 or any(len(p) > 255 for p in path.parts)
+    if not value or unusable or path.is_absolute() or ".." in path.parts or "\\" in value:
         raise coded(
             "invalid_path",
             f"the {what} {value!r} must be relative and stay inside its root",

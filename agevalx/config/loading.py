@@ -55,10 +55,40 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
     return mapping
 
 
+def _timestamp_as_text(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> str:
+    # `version: 2024-01-01` means the text, not a date object (which JSON cannot hold).
+    return str(loader.construct_scalar(node))
+
+
 _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _construct_mapping,
 )
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+MAX_DEPTH = 64
+
+
+def _plain_problem(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
+    """The first place where a document is not plain JSON data (or nests too deeply)."""
+    if depth > MAX_DEPTH:
+        return path, f"nesting deeper than {MAX_DEPTH} levels"
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                return path, f"the key {key!r} is not a string"
+            problem = _plain_problem(child, f"{path}.{key}" if path else key, depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list):
+        for index, child in enumerate(value):
+            problem = _plain_problem(child, f"{path}[{index}]", depth + 1)
+            if problem:
+                return problem
+        return None
+    if value is None or isinstance(value, str | bool | int | float):
+        return None
+    return path, f"a {type(value).__name__} value is not allowed (only JSON-like data)"
 
 
 def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
@@ -98,11 +128,16 @@ def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise ConfigError("invalid_yaml", "the YAML is nested too deeply", file=display) from None
+    except (ValueError, OverflowError) as exc:
+        raise ConfigError("invalid_yaml", f"a value cannot be read: {exc}", file=display) from None
     if not isinstance(document, dict):
         kind = "empty" if document is None else type(document).__name__
         raise ConfigError(
             "invalid_yaml", f"the top level must be a mapping, found {kind}", file=display
         )
+    problem = _plain_problem(document, "")
+    if problem is not None:
+        raise ConfigError("invalid_yaml", problem[1], file=display, field=problem[0] or None)
     return document
 
 

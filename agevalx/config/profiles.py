@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
-    PositiveFloat,
     field_validator,
     model_validator,
 )
@@ -26,7 +25,8 @@ FLATTENED_MODEL_OPTIONS = (
     "watchdog",
     "extra_body",
 )
-PYTHON_MINOR = re.compile(r"\d+\.\d+")
+FiniteSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+PYTHON_MINOR = re.compile(r"[0-9]+\.[0-9]+")
 
 
 class Reasoning(StrictModel):
@@ -48,10 +48,10 @@ class ModelSpec(StrictModel):
     reasoning: Reasoning | None = None
     """Reasoning settings."""
 
-    timeout: PositiveFloat | None = None
+    timeout: FiniteSeconds | None = None
     """Seconds a request may take."""
 
-    watchdog: PositiveFloat | None = None
+    watchdog: FiniteSeconds | None = None
     """Seconds without progress before a request is abandoned."""
 
     extra: dict[str, Any] | None = None
@@ -175,8 +175,14 @@ class AgentProfile(StrictModel):
         return self.executor
 
 
-def _python_version(value: str | None) -> str | None:
-    if value is not None and PYTHON_MINOR.fullmatch(value) is None:
+def _python_version(value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise coded(
+            "invalid_python_version",
+            f"python_version {value!r} is a number; YAML reads 3.10 as 3.1",
+            'quote it in YAML: python_version: "3.13"',
+        )
+    if isinstance(value, str) and PYTHON_MINOR.fullmatch(value) is None:
         raise coded(
             "invalid_python_version",
             f"python_version {value!r} must be a CPython minor such as '3.13'",
@@ -218,9 +224,9 @@ class EnvironmentOptions(StrictModel):
     main_environment: dict[str, str] | None = None
     """Environment of the attempt container (never written to the lock)."""
 
-    @field_validator("python_version")
+    @field_validator("python_version", mode="before")
     @classmethod
-    def _check_python(cls, value: str | None) -> str | None:
+    def _check_python(cls, value: object) -> object:
         return _python_version(value)
 
 
@@ -245,9 +251,9 @@ class EvaluateHostOptions(StrictModel):
     python_version: str | None = None
     """CPython minor of the scoring image."""
 
-    @field_validator("python_version")
+    @field_validator("python_version", mode="before")
     @classmethod
-    def _check_python(cls, value: str | None) -> str | None:
+    def _check_python(cls, value: object) -> object:
         return _python_version(value)
 
 

@@ -60,6 +60,8 @@ def find_literal_secret(document: Any) -> str | None:
     a well-known credential is a literal secret wherever it appears.
     """
     for path, key, value in _walk(document, ""):
+        if key and looks_like_secret_value(key):
+            return path
         if isinstance(value, str) and value and not is_reference(value):
             if key and looks_like_secret_key(key):
                 return path

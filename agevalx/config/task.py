@@ -184,7 +184,7 @@ class Parameters(StrictModel):
 
     model_config = ConfigDict(extra="allow")
 
-    cpus: float | None = Field(default=None, gt=0)
+    cpus: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """CPU limit of the attempt container."""
 
     memory_mb: PositiveInt | None = None

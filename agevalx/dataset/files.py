@@ -56,8 +56,11 @@ def check_top_level(task_dir: Path, display: str) -> None:
 
 def _symlink_entry(path: Path, root: Path, relative: str, display: str) -> FileEntry:
     target = os.readlink(path)
-    resolved = (path.parent / target).resolve()
-    if os.path.isabs(target) or not resolved.is_relative_to(root.resolve()):
+    resolved = os.path.realpath(path.parent / target)  # never raises, even on a loop
+    inside = resolved == os.path.realpath(root) or resolved.startswith(
+        os.path.realpath(root) + os.sep
+    )
+    if os.path.isabs(target) or not inside:
         raise ConfigError(
             "path_escape",
             f"the symlink {relative} points outside the task ({target})",

@@ -69,6 +69,8 @@ class ExecutionReport:
     """Every node's outcome, in dependency order."""
 
     nodes: list[NodeReport]
+    actions: dict[str, ActionManifest] = field(default_factory=dict)
+    """Action entries of every finished node, by node id."""
 
     @property
     def ok(self) -> bool:
@@ -95,6 +97,87 @@ def _run_one(node: Node, executor: Executor | None, context: ExecutionContext) -
     return manifest
 
 
+class _Scheduler:
+    """Starts nodes whose parents are done, up to `workers` at a time."""
+
+    def __init__(
+        self,
+        context: ExecutionContext,
+        executors: Mapping[str, Executor],
+        workers: int,
+        on_progress: Callable[[NodeReport], None] | None,
+    ) -> None:
+        self.context = context
+        self.graph = context.plan.graph
+        self.executors = executors
+        self.on_progress = on_progress
+        self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        self.reports: dict[str, NodeReport] = {}
+        self.waiting = {name: set(self.graph.predecessors(name)) for name in self.graph.nodes}
+        self.running: dict[Future[ActionManifest], str] = {}
+
+    def _report(self, name: str, report: NodeReport) -> None:
+        self.reports[name] = report
+        if self.on_progress is not None:
+            self.on_progress(report)
+
+    def finish(self, name: str, report: NodeReport) -> None:
+        self._report(name, report)
+        if report.outcome in ("failed", "blocked"):
+            for descendant in nx.descendants(self.graph, name):
+                if descendant not in self.reports:
+                    self.waiting.pop(descendant, None)
+                    self._report(
+                        descendant, NodeReport(self.graph.nodes[descendant]["node"], "blocked")
+                    )
+            return
+        for child in self.graph.successors(name):
+            if child in self.waiting:
+                self.waiting[child].discard(name)
+
+    def start_ready(self) -> None:
+        while ready := [name for name, deps in self.waiting.items() if not deps]:
+            for name in ready:
+                self.start(name)
+
+    def start(self, name: str) -> None:
+        del self.waiting[name]
+        node: Node = self.graph.nodes[name]["node"]
+        if node.status == "hit":
+            action = node.action or self.context.store.get_action(node.kind, node.key)
+            if action is not None:
+                with self.context.lock:
+                    self.context.results[name] = action
+                self.finish(name, NodeReport(node, "reused"))
+                return
+        executor = self.executors.get(node.kind)
+        self.running[self.pool.submit(_run_one, node, executor, self.context)] = name
+
+    def collect(self, future: Future[ActionManifest]) -> None:
+        name = self.running.pop(future)
+        node = self.graph.nodes[name]["node"]
+        try:
+            manifest = future.result()
+        except AgevalError as exc:
+            self.finish(name, NodeReport(node, "failed", exc))
+            return
+        except Exception as exc:  # an executor bug must not take the whole job down
+            error = AgevalError("node_failed", f"{type(exc).__name__}: {exc}")
+            self.finish(name, NodeReport(node, "failed", error))
+            return
+        with self.context.lock:
+            self.context.results[name] = manifest
+        self.finish(name, NodeReport(node, "computed"))
+
+    def run(self) -> None:
+        self.start_ready()
+        while self.running:
+            done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+            for future in done:
+                self.collect(future)
+            self.start_ready()
+
+
 def execute(
     plan: Plan,
     store: CacheStore,
@@ -102,68 +185,25 @@ def execute(
     *,
     workers: int = 1,
     on_progress: Callable[[NodeReport], None] | None = None,
+    on_interrupt: Callable[[], object] | None = None,
 ) -> ExecutionReport:
-    """Compute every missing node of `plan`; reuse the cached ones."""
+    """Compute every missing node of `plan`; reuse the cached ones.
+
+    On Ctrl-C, `on_interrupt` runs first (e.g. to remove containers, so that running
+    executors fail fast), queued nodes are cancelled, and the interrupt propagates.
+    """
     context = ExecutionContext(plan=plan, store=store)
-    graph = plan.graph
-    reports: dict[str, NodeReport] = {}
-    waiting = {name: set(graph.predecessors(name)) for name in graph.nodes}
-    running: dict[Future[ActionManifest], str] = {}
-
-    def finish(name: str, report: NodeReport) -> None:
-        reports[name] = report
-        if on_progress is not None:
-            on_progress(report)
-        if report.outcome in ("failed", "blocked"):
-            for descendant in nx.descendants(graph, name):
-                if descendant not in reports:
-                    waiting.pop(descendant, None)
-                    reports[descendant] = NodeReport(graph.nodes[descendant]["node"], "blocked")
-                    if on_progress is not None:
-                        on_progress(reports[descendant])
-            return
-        for child in graph.successors(name):
-            if child in waiting:
-                waiting[child].discard(name)
-
-    def start_ready(pool: ThreadPoolExecutor) -> None:
-        while ready := [n for n, deps in waiting.items() if not deps]:
-            for name in ready:
-                start(pool, name)
-
-    def start(pool: ThreadPoolExecutor, name: str) -> None:
-        if name not in waiting:
-            return
-        del waiting[name]
-        node: Node = graph.nodes[name]["node"]
-        if node.status == "hit":
-            action = node.action or store.get_action(node.kind, node.key)
-            if action is not None:
-                with context.lock:
-                    context.results[name] = action
-                finish(name, NodeReport(node, "reused"))
-                return
-        running[pool.submit(_run_one, node, executors.get(node.kind), context)] = name
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        start_ready(pool)
-        while running:
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for future in done:
-                name = running.pop(future)
-                node = graph.nodes[name]["node"]
-                try:
-                    manifest = future.result()
-                except AgevalError as exc:
-                    finish(name, NodeReport(node, "failed", exc))
-                    continue
-                except Exception as exc:  # an executor bug must not take the whole job down
-                    error = AgevalError("node_failed", f"{type(exc).__name__}: {exc}")
-                    finish(name, NodeReport(node, "failed", error))
-                    continue
-                with context.lock:
-                    context.results[name] = manifest
-                finish(name, NodeReport(node, "computed"))
-            start_ready(pool)
-    order = list(nx.topological_sort(graph))
-    return ExecutionReport(nodes=[reports[name] for name in order if name in reports])
+    scheduler = _Scheduler(context, executors, workers, on_progress)
+    try:
+        scheduler.run()
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt()
+        scheduler.pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    scheduler.pool.shutdown(wait=True)
+    order = nx.topological_sort(plan.graph)
+    return ExecutionReport(
+        nodes=[scheduler.reports[name] for name in order if name in scheduler.reports],
+        actions=dict(context.results),
+    )

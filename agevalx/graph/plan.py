@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from agevalx.cache.manifest import TreeManifest
+from agevalx.cache.manifest import TreeEntry, TreeManifest
 from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore
 from agevalx.cache.tree import hash_tree
@@ -52,6 +52,8 @@ class Plan:
     dataset: Dataset
     graph: nx.DiGraph
     task_ids: tuple[str, ...]
+    profiles_path: Path | None = None
+    """The profiles file in use (run-time-only settings are read from it)."""
 
     def nodes(self) -> list[Node]:
         return [self.graph.nodes[name]["node"] for name in nx.topological_sort(self.graph)]
@@ -68,13 +70,18 @@ class Plan:
         return node
 
 
+def _entry_value(entry: TreeEntry) -> str:
+    if entry.type == "dir":
+        return "dir"
+    if entry.type == "symlink":
+        return f"symlink:{entry.target}"
+    return f"{entry.digest}+x" if entry.mode & 0o100 else str(entry.digest)
+
+
 def _digests(manifest: TreeManifest) -> dict[str, str]:
-    """`{path: digest}` of a tree's files; a symlink stands for its target text."""
-    return {
-        entry.path: entry.digest if entry.digest is not None else f"symlink:{entry.target}"
-        for entry in manifest.entries
-        if entry.type != "dir"
-    }
+    """`{path: value}` of a tree: a file's digest (`+x` when executable), `dir`, or
+    `symlink:<target>`; directories count so that an empty illegal one changes the key."""
+    return {entry.path: _entry_value(entry) for entry in manifest.entries}
 
 
 def kind_order(rules: dict[str, Rule]) -> list[str]:
@@ -222,7 +229,9 @@ class _Planner:
                 self.dataset.load_task(task_id),
                 self.request.binding,
                 digester=lambda path, _: (
-                    digests.get(path.relative_to(self.dataset.tasks_dir / task_id).as_posix())
+                    digests.get(
+                        path.relative_to(self.dataset.tasks_dir / task_id).as_posix(), ""
+                    ).removesuffix("+x")
                     or digest_file(path)
                 ),
             )
@@ -255,7 +264,12 @@ class _Planner:
             rule = self.rules[kind]
             for task_id, attempt in self.instances(rule):
                 self.add(rule, task_id, attempt)
-        return Plan(dataset=self.dataset, graph=self.graph, task_ids=self.task_ids)
+        return Plan(
+            dataset=self.dataset,
+            graph=self.graph,
+            task_ids=self.task_ids,
+            profiles_path=self._profiles_path(),
+        )
 
 
 def plan(request: PlanRequest, store: CacheStore) -> Plan:

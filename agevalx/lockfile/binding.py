@@ -46,6 +46,11 @@ class BindingRequest:
                 field="--agent",
                 hint="bind agents either with one --agent or with a profiles file",
             )
+        for flag, value in (("--agent", self.agent), ("--model", self.model)):
+            if value is not None and not value.strip():
+                raise UsageError(
+                    "empty_value", f"{flag} needs a non-empty value", field=flag, hint=None
+                )
         if self.model is not None and self.agent is None:
             raise UsageError(
                 "model_requires_agent",
@@ -97,12 +102,17 @@ def _overlay_digests(
                 field=shown,
                 hint="create the file next to profiles.yaml",
             )
-        _reject_secret_file(path, relative)
+        _reject_secret_file(path, display=f"{_shown_dir(loaded)}{relative}", field=shown)
         digests[relative] = digest_file(path)
     return digests
 
 
-def _reject_secret_file(path: Path, display: str) -> None:
+def _shown_dir(loaded: LoadedProfiles) -> str:
+    shown = (loaded.display or "").rsplit("/", 1)
+    return f"{shown[0]}/" if len(shown) == 2 else ""
+
+
+def _reject_secret_file(path: Path, *, display: str, field: str) -> None:
     text = path.read_bytes().decode("utf-8", errors="replace")
     document: Any = None
     if path.suffix in {".yaml", ".yml", ".json"}:
@@ -115,6 +125,7 @@ def _reject_secret_file(path: Path, display: str) -> None:
             "secret_in_config",
             "an overlay file holds a secret; overlays may hold only locators",
             file=display,
+            field=field,
             hint="replace the value with a ${VAR} reference",
         )
 

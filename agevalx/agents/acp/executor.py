@@ -1,0 +1,296 @@
+"""`AcpExecutor`: one invocation of an Agent Client Protocol agent inside the attempt container.
+
+The agent is started with `docker exec -i` (secrets passed by name, their values only in the
+`docker exec` process's environment), spoken to with ACP v1 through the
+`agent-client-protocol` SDK over `AgentChannel`, and served by `AcpClient`. The invocation
+is `initialize`, `session/new`, one `session/prompt`; it ends when the prompt is answered.
+
+Failures: an agent that exits, closes stdout, breaks the protocol or floods stdout raises
+`AgentError` (`agent_crashed`, `agent_protocol_error`, `agent_error` for an error answer);
+one that does not answer `initialize`/`session/new` within `handshake_timeout` raises
+`agent_timeout`. When the deadline passes, the prompt is cancelled (`session/cancel`), the
+agent gets `cancel_grace` seconds to answer, is killed, and `WallTimeExceeded` is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+import re
+import shlex
+import time
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from acp import PROTOCOL_VERSION, RequestError, connect_to_agent
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    PromptResponse,
+    TextContentBlock,
+)
+from agevalx.agents import scripted
+from agevalx.agents.acp.channel import AgentProcess
+from agevalx.agents.acp.client import AcpClient, PermissionPolicy
+from agevalx.agents.acp.recording import Recorder
+from agevalx.agents.acp.sandbox import (
+    DockerSandbox,
+    FileBlob,
+    LaunchRequest,
+    Sandbox,
+    SandboxFactory,
+    staging_dir,
+)
+from agevalx.agents.base import (
+    AgentError,
+    Invocation,
+    InvocationResult,
+    WallTimeExceeded,
+)
+
+HANDSHAKE_TIMEOUT = 60.0
+"""Seconds the agent has to answer `initialize` and `session/new`, each."""
+
+CANCEL_GRACE = 2.0
+"""Seconds the agent has to answer a cancelled prompt before it is killed."""
+
+CLIENT_INFO = Implementation(name="ageval", title="ageval", version="0.1.0")
+
+T = TypeVar("T")
+
+
+class AcpExecutor:
+    """Runs invocations of ACP agents (`executor: acp` profiles).
+
+    Profile keys read: `entry` (or `options.entry`), the agent's command line, split like a
+    shell would; the entry `ageval-scripted-agent` runs the shipped scripted agent with
+    `options.script` (a YAML or JSON file relative to the task dir); `options.permissions`
+    (`allow`, the default, or `deny`) answers permission requests.
+
+    `invoke` runs its own event loop: call it from a thread that has none running (the run
+    stage calls it from worker threads). `sandbox_factory` decides where processes run;
+    tests pass `LocalSandbox` to run agents on the host.
+    """
+
+    def __init__(
+        self,
+        *,
+        sandbox_factory: SandboxFactory = DockerSandbox,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        cancel_grace: float = CANCEL_GRACE,
+    ) -> None:
+        self._sandbox_factory = sandbox_factory
+        self._handshake_timeout = handshake_timeout
+        self._cancel_grace = cancel_grace
+
+    def invoke(self, invocation: Invocation) -> InvocationResult:
+        """Run one prompt turn of the role's agent; see the module docstring for failures."""
+        if time.monotonic() >= invocation.deadline:
+            raise WallTimeExceeded("the wall time was spent before the agent started")
+        return asyncio.run(self._invoke(invocation))
+
+    async def _invoke(self, invocation: Invocation) -> InvocationResult:
+        recorder = Recorder(invocation)
+        run = _Invocation(
+            invocation,
+            recorder,
+            self._sandbox_factory(invocation.container),
+            self._handshake_timeout,
+            self._cancel_grace,
+        )
+        try:
+            return await run.execute()
+        except AgentError as exc:
+            mask = recorder.redactor.text
+            raise AgentError(exc.code, mask(exc.message), mask(exc.stderr_tail)) from None
+
+
+class _Invocation:
+    """The state of one invocation: the agent process, the client, the connection."""
+
+    def __init__(
+        self,
+        invocation: Invocation,
+        recorder: Recorder,
+        sandbox: Sandbox,
+        handshake_timeout: float,
+        cancel_grace: float,
+    ) -> None:
+        self.invocation = invocation
+        self.recorder = recorder
+        self.sandbox = sandbox
+        self.handshake_timeout = handshake_timeout
+        self.cancel_grace = cancel_grace
+        self.client = AcpClient(
+            sandbox=sandbox,
+            container=invocation.container,
+            recorder=recorder,
+            permission_policy=_permission_policy(invocation.profile),
+        )
+        self.agent: AgentProcess | None = None
+        self.kill_agent = False
+
+    async def execute(self) -> InvocationResult:
+        """Start the agent, run the handshake and the prompt, always clean up."""
+        argv = await agent_argv(self.sandbox, self.invocation)
+        container = self.invocation.container
+        request = LaunchRequest(
+            argv=argv,
+            workdir=container.workdir,
+            env={"HOME": container.home},
+            secrets=self.invocation.environ,
+            stdin=True,
+            report_pid=True,
+        )
+        try:
+            self.agent = await AgentProcess.start(self.sandbox, request, self._log_noise)
+        except OSError as exc:
+            raise AgentError("agent_start_failed", f"cannot start {argv[0]}: {exc}") from exc
+        conn = connect_to_agent(self.client, self.agent.channel)
+        try:
+            session_id = await self._handshake(conn)
+            response = await self._prompt(conn, session_id)
+        finally:
+            await self.client.terminals.close()
+            await conn.close()
+            await self.agent.stop(kill=self.kill_agent)
+        if self.recorder.failure is not None:
+            raise self.recorder.failure
+        return self._result(response)
+
+    async def _handshake(self, conn: ClientSideConnection) -> str:
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+            terminal=True,
+            field_meta={"terminal_output": True},
+        )
+        init = await self._bounded(
+            conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=capabilities,
+                client_info=CLIENT_INFO,
+            ),
+            "initialize",
+        )
+        if init.protocol_version != PROTOCOL_VERSION:
+            raise AgentError(
+                "agent_protocol_error",
+                f"the agent speaks ACP version {init.protocol_version}, not {PROTOCOL_VERSION}",
+            )
+        workdir = self.invocation.container.workdir
+        session = await self._bounded(conn.new_session(cwd=workdir, mcp_servers=[]), "session/new")
+        return session.session_id
+
+    async def _bounded(self, call: Awaitable[T], what: str) -> T:
+        """Await a handshake call within the handshake timeout and the deadline."""
+        remaining = self.invocation.deadline - time.monotonic()
+        timeout = min(self.handshake_timeout, remaining)
+        try:
+            async with self._mapped_errors(what):
+                return await asyncio.wait_for(call, max(timeout, 0.0))
+        except TimeoutError:
+            self.kill_agent = True
+            if timeout >= remaining:
+                raise WallTimeExceeded(f"the wall time ran out during {what}") from None
+            raise AgentError(
+                "agent_timeout",
+                f"the agent did not answer {what} within {timeout:g} s",
+                self._stderr_tail(),
+            ) from None
+
+    async def _prompt(self, conn: ClientSideConnection, session_id: str) -> PromptResponse:
+        text = TextContentBlock(type="text", text=self.invocation.prompt)
+        turn = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text]))
+        try:
+            async with self._mapped_errors("session/prompt"):
+                remaining = self.invocation.deadline - time.monotonic()
+                return await asyncio.wait_for(asyncio.shield(turn), max(remaining, 0.0))
+        except TimeoutError:
+            await self._cancel(conn, session_id, turn)
+            raise WallTimeExceeded("the wall time ran out during the prompt turn") from None
+        finally:
+            turn.cancel()
+
+    async def _cancel(
+        self, conn: ClientSideConnection, session_id: str, turn: asyncio.Future[PromptResponse]
+    ) -> None:
+        """Send `session/cancel` and give the agent a moment to answer; it is killed after."""
+        self.kill_agent = True
+        with contextlib.suppress(Exception):
+            await conn.cancel(session_id=session_id)
+            await asyncio.wait_for(asyncio.shield(turn), self.cancel_grace)
+
+    @contextlib.asynccontextmanager
+    async def _mapped_errors(self, what: str) -> AsyncIterator[None]:
+        """Turn SDK and connection errors into `AgentError`s naming the call."""
+        try:
+            yield
+        except ConnectionError:
+            assert self.agent is not None
+            self.kill_agent = True
+            raise await self.agent.failure(what) from None
+        except RequestError as exc:
+            message = f"the agent answered {what} with error {exc.code}: {exc}"
+            raise AgentError("agent_error", message, self._stderr_tail()) from None
+        except ValidationError as exc:
+            message = f"the agent's answer to {what} is malformed: {exc.error_count()} errors"
+            raise AgentError("agent_protocol_error", message, self._stderr_tail()) from None
+
+    def _result(self, response: PromptResponse) -> InvocationResult:
+        turn = self.client.turn
+        usage = dict(turn.usage)
+        if response.usage is not None:
+            usage.update(response.usage.model_dump(mode="json", by_alias=True, exclude_none=True))
+        redactor = self.recorder.redactor
+        return InvocationResult(
+            stop_reason=response.stop_reason,
+            output=redactor.text("".join(turn.message_parts)),
+            usage=redactor.value(usage),
+        )
+
+    def _log_noise(self, text: str) -> None:
+        self.recorder.transcript({"type": "agent_stdout", "text": text})
+
+    def _stderr_tail(self) -> str:
+        return "" if self.agent is None else self.agent.stderr_tail
+
+
+def _permission_policy(profile: Any) -> PermissionPolicy:
+    options = profile.get("options") or {}
+    policy = options.get("permissions", "allow")
+    if policy not in ("allow", "deny"):
+        raise AgentError(
+            "agent_options_invalid", f"options.permissions must be allow or deny, not {policy!r}"
+        )
+    return "allow" if policy == "allow" else "deny"
+
+
+async def agent_argv(sandbox: Sandbox, invocation: Invocation) -> list[str]:
+    """The agent's command line; for the scripted agent, its files are copied in first."""
+    profile = invocation.profile
+    options = profile.get("options") or {}
+    entry = profile.get("entry") or options.get("entry")
+    if not entry:
+        raise AgentError("agent_entry_missing", f"role {invocation.role!r} names no agent entry")
+    argv = shlex.split(entry)
+    if argv[0] != scripted.ENTRY:
+        return argv
+    script = options.get("script")
+    if not script:
+        raise AgentError("agent_script_missing", f"role {invocation.role!r}: no options.script")
+    try:
+        script_data = scripted.script_json(Path(invocation.task_dir or ".") / script)
+    except ValueError as exc:
+        raise AgentError("agent_script_invalid", str(exc)) from None
+    directory = staging_dir(invocation.container, "agent")
+    script_name = f"script-{re.sub(r'[^A-Za-z0-9_.-]', '_', invocation.role)}.json"
+    files = {"agent.py": FileBlob(scripted.agent_source()), script_name: FileBlob(script_data)}
+    await sandbox.put_files(directory, files)
+    agent = posixpath.join(directory, "agent.py")
+    return ["python3", agent, "--script", posixpath.join(directory, script_name), *argv[1:]]

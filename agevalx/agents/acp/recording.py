@@ -1,0 +1,90 @@
+"""The invocation's recorder and transcript, with secret values masked on the way in."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from agevalx.agents.base import Invocation, RecordedAction
+
+T = TypeVar("T")
+
+MASK = "***"
+"""What a secret value is replaced with."""
+
+MIN_SECRET_LENGTH = 6
+"""Shorter values (`1`, `true`...) are settings, not secrets, and are left alone."""
+
+RECORDED_TEXT_LIMIT = 64 * 1024
+"""Characters of command output or file content kept in one recorded action."""
+
+
+def tail(text: str, limit: int = RECORDED_TEXT_LIMIT) -> str:
+    """The last `limit` characters of `text`."""
+    return text[-limit:] if len(text) > limit else text
+
+
+class Redactor:
+    """Replaces every secret value found in strings, however deeply nested."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        kept = {value for value in values if len(value) >= MIN_SECRET_LENGTH}
+        self._values = sorted(kept, key=len, reverse=True)
+
+    def text(self, text: str) -> str:
+        """`text` with secrets masked."""
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, MASK)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """Any JSON-like value with secrets masked in its strings."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {key: self.value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(item) for item in value]
+        return value
+
+
+class Recorder:
+    """Hands actions and transcript entries to the invocation, secrets masked.
+
+    A failing `record` or `transcript` callback is re-raised to the caller (the agent then
+    gets an internal error for its request) and kept in `failure`, so the executor can end
+    the invocation with it instead of carrying on with a journal that missed a step.
+    """
+
+    def __init__(self, invocation: Invocation) -> None:
+        self._invocation = invocation
+        self.redactor = Redactor(invocation.environ.values())
+        self.failure: Exception | None = None
+
+    def action(self, action: RecordedAction) -> None:
+        """Record one step (call before answering the agent)."""
+        masked = dataclasses.replace(
+            action,
+            command=self._optional(action.command),
+            cwd=self._optional(action.cwd),
+            path=self._optional(action.path),
+            output=self._optional(action.output),
+            detail=self.redactor.value(action.detail),
+        )
+        self._guarded(self._invocation.record, masked)
+
+    def transcript(self, entry: dict[str, Any]) -> None:
+        """Append one transcript entry."""
+        self._guarded(self._invocation.transcript, self.redactor.value(entry))
+
+    def _guarded(self, callback: Callable[[T], None], item: T) -> None:
+        try:
+            callback(item)
+        except Exception as exc:
+            self.failure = self.failure or exc
+            raise
+
+    def _optional(self, text: str | None) -> str | None:
+        return None if text is None else self.redactor.text(text)

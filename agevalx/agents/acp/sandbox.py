@@ -1,0 +1,246 @@
+"""Where executors start processes: inside the attempt container, or on this machine for tests.
+
+Every long-lived process is started through a tiny `sh` wrapper that prints
+`ageval-pid <pid>` on stdout and then `exec`s the real program. Inside a container each
+`docker exec` process leads its own process group, so that pid is also the group to kill:
+killing the `docker exec` client alone would leave the program running in the container.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import posixpath
+import shutil
+import tarfile
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agevalx.agents.base import AgentError, Container
+
+PID_MARKER = "ageval-pid "
+"""Prefix of the first stdout line of every wrapped process."""
+
+_PID_WRAPPER = 'echo "ageval-pid $$"; exec "$@"'
+_KILL_GROUP = 'kill -s KILL -- "-$1" 2>/dev/null || kill -s KILL -- "$1" 2>/dev/null; true'
+_HAS_BASH = "command -v bash >/dev/null 2>&1"
+
+COMMAND_TIMEOUT = 60.0
+"""Seconds a short helper command (file read or write, kill) may take."""
+
+
+@dataclass(frozen=True)
+class FileBlob:
+    """A file to place in the sandbox."""
+
+    data: bytes
+    mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """How to start one host-side process (the `docker exec` client, or the program itself)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    new_session: bool = False
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """A finished helper command."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """A program to run in the sandbox and the environment it gets."""
+
+    argv: Sequence[str]
+    workdir: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Plain variables (may show on a command line)."""
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    """Variables whose values must never show on a command line."""
+    stdin: bool = False
+    report_pid: bool = False
+
+
+SandboxFactory = Callable[[Container], "Sandbox"]
+"""How an executor gets the sandbox of an attempt container (`DockerSandbox`, `LocalSandbox`)."""
+
+
+def staging_dir(container: Container, name: str) -> str:
+    """`<attempt>/.ageval/<name>`: where executors put their own files, beside the workspace."""
+    return posixpath.join(posixpath.dirname(container.workdir.rstrip("/")), ".ageval", name)
+
+
+def parse_pid_line(line: bytes) -> int | None:
+    """The pid announced by the wrapper, or None when `line` is not the announcement."""
+    text = line.decode("utf-8", "replace").strip()
+    if not text.startswith(PID_MARKER):
+        return None
+    value = text[len(PID_MARKER) :]
+    return int(value) if value.isdigit() else None
+
+
+class Sandbox(ABC):
+    """Runs processes and places files where the agent works."""
+
+    def __init__(self, container: Container) -> None:
+        self.container = container
+
+    @abstractmethod
+    def spec(self, request: LaunchRequest) -> ProcessSpec:
+        """The host-side process that runs `request` in the sandbox."""
+
+    @abstractmethod
+    async def put_files(self, directory: str, files: Mapping[str, FileBlob]) -> None:
+        """Write `files` (relative names) under the absolute sandbox `directory`."""
+
+    async def start(
+        self, request: LaunchRequest, *, merge_stderr: bool = False, limit: int = 2**16
+    ) -> asyncio.subprocess.Process:
+        """Start `request` with piped stdio (stderr merged into stdout if asked)."""
+        spec = self.spec(request)
+        stderr = asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE
+        return await asyncio.create_subprocess_exec(
+            *spec.argv,
+            stdin=asyncio.subprocess.PIPE if request.stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=spec.env,
+            cwd=spec.cwd,
+            start_new_session=spec.new_session,
+            limit=limit,
+        )
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin_data: bytes | None = None,
+        timeout: float = COMMAND_TIMEOUT,
+    ) -> CommandResult:
+        """Run a short helper command to completion."""
+        request = LaunchRequest(argv=argv, stdin=stdin_data is not None)
+        process = await self.start(request)
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(stdin_data), timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise
+        return CommandResult(process.returncode or 0, stdout, stderr)
+
+    async def kill_group(self, pid: int) -> None:
+        """Kill the process group led by `pid` (a pid announced by the wrapper)."""
+        await self.run(["sh", "-c", _KILL_GROUP, "ageval-kill", str(pid)])
+
+    async def shell(self) -> str:
+        """`bash` when the sandbox has it, else `sh`."""
+        result = await self.run(["sh", "-c", _HAS_BASH])
+        return "bash" if result.returncode == 0 else "sh"
+
+    def _wrapped(self, request: LaunchRequest) -> list[str]:
+        if request.report_pid:
+            return ["sh", "-c", _PID_WRAPPER, "ageval-wrapper", *request.argv]
+        return list(request.argv)
+
+
+class DockerSandbox(Sandbox):
+    """Processes run through `docker exec` in the attempt container; files go in with the SDK."""
+
+    def __init__(self, container: Container) -> None:
+        super().__init__(container)
+        self._docker = shutil.which("docker") or "docker"
+        self._client: Any = None
+
+    def spec(self, request: LaunchRequest) -> ProcessSpec:
+        argv = [self._docker, "exec"]
+        if request.stdin:
+            argv.append("-i")
+        if self.container.user:
+            argv += ["-u", self.container.user]
+        if request.workdir:
+            argv += ["-w", request.workdir]
+        for name, value in request.env.items():
+            argv += ["-e", f"{name}={value}"]
+        for name in request.secrets:
+            argv += ["-e", name]
+        argv.append(self.container.id)
+        argv += self._wrapped(request)
+        return ProcessSpec(argv=argv, env={**os.environ, **request.secrets})
+
+    async def put_files(self, directory: str, files: Mapping[str, FileBlob]) -> None:
+        archive = tar_bytes(directory, files)
+        try:
+            container = await asyncio.to_thread(
+                self._docker_client().containers.get, self.container.id
+            )
+            ok = await asyncio.to_thread(container.put_archive, "/", archive)
+        except Exception as exc:  # the docker SDK raises many kinds; all mean the same here
+            raise AgentError(
+                "sandbox_copy_failed", f"cannot copy files into {directory}: {exc}"
+            ) from exc
+        if not ok:
+            raise AgentError("sandbox_copy_failed", f"docker refused the copy into {directory}")
+
+    def _docker_client(self) -> Any:
+        if self._client is None:
+            import docker
+
+            self._client = docker.from_env()
+        return self._client
+
+
+class LocalSandbox(Sandbox):
+    """Processes run on this machine (unit tests and development); paths are host paths."""
+
+    def spec(self, request: LaunchRequest) -> ProcessSpec:
+        env = {**os.environ, **request.env, **request.secrets}
+        return ProcessSpec(
+            argv=self._wrapped(request), env=env, cwd=request.workdir, new_session=True
+        )
+
+    async def put_files(self, directory: str, files: Mapping[str, FileBlob]) -> None:
+        for name, blob in files.items():
+            target = Path(directory) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob.data)
+            target.chmod(blob.mode)
+
+
+def tar_bytes(directory: str, files: Mapping[str, FileBlob]) -> bytes:
+    """An in-memory tar placing `files` under `directory`.
+
+    It holds no entries for the parent folders: docker creates missing ones, and an entry for
+    an existing folder would reset its owner and mode.
+    """
+    buffer = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, blob in sorted(files.items()):
+            info = tarfile.TarInfo(posixpath.join(directory, name).lstrip("/"))
+            info.size, info.mode, info.mtime = len(blob.data), blob.mode, now
+            archive.addfile(info, io.BytesIO(blob.data))
+    return buffer.getvalue()
+
+
+def read_tree(root: Path) -> dict[str, FileBlob]:
+    """Every regular file under `root` (symlinks followed), keyed by its relative posix path."""
+    files: dict[str, FileBlob] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            files[path.relative_to(root).as_posix()] = FileBlob(path.read_bytes(), mode)
+    return files

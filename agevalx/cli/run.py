@@ -1,0 +1,125 @@
+"""`ageval run`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Any, Optional
+
+import typer
+
+from agevalx.cli.options import (
+    AgentOption,
+    CacheDirOption,
+    DatasetArgument,
+    JsonOption,
+    ModelOption,
+    ProfilesOption,
+    TaskOption,
+    open_store,
+)
+from agevalx.cli.render import print_json, stderr, stdout
+from agevalx.graph.execute import NodeReport
+from agevalx.lockfile import BindingRequest
+from agevalx.operations.run import RunOutcome, RunRequest
+from agevalx.operations.run import run as run_attempts
+from agevalx.results.paths import attempt_dir
+
+
+def _document(outcome: RunOutcome) -> dict[str, Any]:
+    return {
+        "ok": outcome.ok,
+        "dataset": outcome.plan.dataset.config.dataset_id,
+        "results": [result.model_dump(mode="json") for result in outcome.results],
+        "summary": outcome.summary.model_dump(mode="json") if outcome.summary else None,
+        "summary_path": outcome.summary_path.as_posix() if outcome.summary_path else None,
+        "nodes": [item.to_dict() for item in outcome.report.nodes],
+        "counts": outcome.report.counts(),
+    }
+
+
+def _recap(outcome: RunOutcome) -> None:
+    counts = outcome.report.counts()
+    stdout.print(
+        f"nodes: {counts['computed']} computed, {counts['reused']} reused"
+        + (f", {counts['failed']} failed" if counts["failed"] else ""),
+        markup=False,
+    )
+    root = outcome.plan.dataset.root
+    for result in outcome.results:
+        colour = {"PASS": "green", "FAIL": "yellow", "ERROR": "red"}[result.status]
+        score = "" if result.score is None else f" score={result.score:g}"
+        limit = f" limit={result.limit}" if result.limit else ""
+        stdout.print(
+            f"[{colour}]{result.status}[/] {result.task_id}#{result.attempt}{score}{limit}"
+        )
+        if result.error is not None:
+            stdout.print(f"  [{result.error.code}] {result.error.message}", markup=False)
+            if result.error.hint:
+                stdout.print(f"  {result.error.hint.strip().splitlines()[-1]}", markup=False)
+        if len(outcome.results) == 1:
+            stdout.print(f"logs: {attempt_dir(root, result.attempt_id).as_posix()}/", markup=False)
+    if outcome.summary is not None and outcome.summary_path is not None:
+        overall = outcome.summary.overall
+        rate = "-" if overall.pass_rate is None else f"{overall.pass_rate:.3f}"
+        at_k = "-" if overall.pass_at_k is None else f"{overall.pass_at_k:.3f}"
+        stdout.print(
+            f"pass rate {rate}, pass@{outcome.summary.k} {at_k} "
+            f"({overall.passed} PASS, {overall.failed} FAIL, {overall.errors} ERROR) "
+            f"-> {outcome.summary_path.as_posix()}",
+            markup=False,
+        )
+
+
+def _progress(interactive: bool) -> Any:
+    started = time.monotonic()
+
+    def show(report: NodeReport) -> None:
+        if report.outcome == "computed" or report.outcome == "failed":
+            elapsed = time.monotonic() - started
+            stderr.print(f"[{elapsed:6.1f}s] {report.outcome:<8} {report.node.id}", markup=False)
+
+    return show if interactive else None
+
+
+def run(
+    dataset: DatasetArgument,
+    task: TaskOption = None,
+    k: Annotated[int, typer.Option("-k", min=1, help="Independent attempts per task.")] = 1,
+    agent: AgentOption = None,
+    model: ModelOption = None,
+    profiles: ProfilesOption = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Make new samples instead of reusing cached runs.")
+    ] = False,
+    max_concurrent: Annotated[
+        Optional[int],  # noqa: UP045 - typer needs Optional here
+        typer.Option(min=1, help="Attempts at once (default: defaults.max_concurrent_tasks)."),
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run tasks' attempts in Docker and score them; cached nodes are reused, not recomputed.
+
+    Writes .ageval/runs/<attempt_id>/result.json and activity.jsonl; jobs (k > 1 or several
+    tasks) also write .ageval/suite-runs/<job_id>/summary.json.
+
+    Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
+    """
+    request = RunRequest(
+        dataset=dataset,
+        tasks=tuple(task or ()),
+        k=k,
+        binding=BindingRequest(agent=agent, model=model, profiles=profiles),
+        fresh=fresh,
+        workers=max_concurrent,
+    )
+    interactive = sys.stdout.isatty() and not as_json
+    with open_store(cache_dir) as store:
+        outcome = run_attempts(request, store, on_progress=_progress(interactive))
+    if interactive:
+        _recap(outcome)
+    else:
+        print_json(_document(outcome))
+    if not outcome.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,106 @@
+"""Tar streams between the host, the cache and containers; untrusted members are refused."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from agevalx.errors import AgevalError
+
+
+def tar_directory(source: Path, arcname: str) -> bytes:
+    """A tar of `source` whose top-level directory is `arcname`; symlinks are not followed."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(source, arcname=arcname, recursive=True)
+    return buffer.getvalue()
+
+
+def tar_files(files: dict[str, tuple[bytes, int]]) -> bytes:
+    """A tar holding `{relative path: (content, mode)}`, with parent directories."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        directories: set[str] = set()
+        for name, (content, mode) in sorted(files.items()):
+            for parent in reversed(PurePosixPath(name).parents[:-1]):
+                if str(parent) not in directories:
+                    directories.add(str(parent))
+                    info = tarfile.TarInfo(str(parent))
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    archive.addfile(info)
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(content), mode
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def _strip(member: tarfile.TarInfo, strip: str) -> tarfile.TarInfo | None:
+    path = PurePosixPath(member.name)
+    if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != strip:
+        raise AgevalError("unsafe_archive", f"archive member {member.name!r} escapes {strip}/")
+    if len(path.parts) == 1 or not (member.isfile() or member.isdir() or member.issym()):
+        return None  # the root itself; devices, fifos and hard links are not snapshotted
+    return member.replace(name="/".join(path.parts[1:]), deep=False)
+
+
+def _link_escapes(member: tarfile.TarInfo) -> bool:
+    target = PurePosixPath(member.linkname)
+    depth = len(PurePosixPath(member.name).parts) - 1
+    return target.is_absolute() or target.parts.count("..") > depth
+
+
+def _place_symlink(member: tarfile.TarInfo, destination: Path) -> None:
+    """Recreate a link that points outside the snapshot as data: it is never followed."""
+    path = destination / member.name
+    if not os.path.realpath(path.parent).startswith(os.path.realpath(destination)):
+        raise AgevalError("unsafe_archive", f"archive member {member.name!r} escapes its root")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    os.symlink(member.linkname, path)
+
+
+def extract_stream(chunks: Iterable[bytes], destination: Path, strip: str) -> None:
+    """Extract a container archive (top directory `strip`) into `destination`, safely.
+
+    Members must stay under `strip/`; device files and hard links are dropped. Symlinks are
+    recreated as links; one pointing outside is kept as data, and a member that would be
+    written through such a link is refused (`unsafe_archive`).
+    """
+    destination.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
+        for member in archive:
+            safe = _strip(member, strip)
+            if safe is None:
+                continue
+            if safe.issym() and _link_escapes(safe):
+                _place_symlink(safe, destination)
+                continue
+            try:
+                archive.extract(safe, destination, filter="data")
+            except tarfile.FilterError as exc:
+                raise AgevalError("unsafe_archive", f"refused archive member: {exc}") from None
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file-like reader over an iterator of byte chunks (the Docker SDK's archive stream)."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size

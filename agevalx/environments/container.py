@@ -1,0 +1,227 @@
+"""An attempt container: started with an init process, used through exec and archives."""
+
+from __future__ import annotations
+
+import io
+import shlex
+import tarfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+
+from agevalx.environments.archive import extract_stream, tar_directory, tar_files
+from agevalx.environments.engine import LABEL, EnvironmentFailure, client
+
+WORKSPACE = "/attempt/workspace"
+HOME = "/attempt/home"
+PRIVATE = "/attempt/.ageval"
+SESSION = uuid.uuid4().hex
+"""Labels every container this process starts, so an interrupted run can remove them all."""
+OUTPUT_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """A finished command."""
+
+    exit_code: int
+    output: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """How to start an attempt (or scoring) container."""
+
+    image: str
+    name_hint: str
+    network: str | None = None
+    network_mode: str | None = None
+    user: str | None = None
+    cpus: float | None = None
+    memory_mb: int | None = None
+    gpus: int | None = None
+    cap_add: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
+    tmpfs_mb: int | None = None
+    platform: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
+    arguments: dict[str, Any] = {
+        "image": spec.image,
+        "command": ["sleep", "infinity"],
+        "detach": True,
+        "init": True,
+        "working_dir": "/",
+        "environment": {"HOME": HOME, **dict(spec.environment)},
+        "labels": {LABEL: "attempt", f"{LABEL}.session": SESSION, **dict(spec.labels)},
+        "name": f"ageval-{spec.name_hint}-{uuid.uuid4().hex[:8]}",
+        "extra_hosts": {"host.docker.internal": "host-gateway"},
+    }
+    if spec.network_mode is not None:
+        arguments["network_mode"] = spec.network_mode
+        arguments.pop("extra_hosts")
+    elif spec.network is not None:
+        arguments["network"] = spec.network
+        if spec.network == "none":
+            arguments.pop("extra_hosts")
+    if spec.user:
+        arguments["user"] = spec.user
+    if spec.cpus:
+        arguments["nano_cpus"] = int(spec.cpus * 1e9)
+    if spec.memory_mb:
+        arguments["mem_limit"] = f"{spec.memory_mb}m"
+    if spec.cap_add:
+        arguments["cap_add"] = list(spec.cap_add)
+    if spec.gpus:
+        arguments["device_requests"] = [
+            docker.types.DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])
+        ]
+    if spec.tmpfs_mb:
+        arguments["tmpfs"] = {"/tmp": f"size={spec.tmpfs_mb}m,mode=1777"}
+    if spec.platform:
+        arguments["platform"] = spec.platform
+    return arguments
+
+
+class AttemptContainer:
+    """A running container with /attempt/workspace and /attempt/home."""
+
+    def __init__(self, container: Any) -> None:
+        self._container = container
+
+    @property
+    def id(self) -> str:
+        return str(self._container.id)
+
+    @classmethod
+    def start(cls, spec: ContainerSpec) -> AttemptContainer:
+        try:
+            container = client().containers.run(**_run_arguments(spec))
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(
+                "environment_start_failed", f"cannot start the container: {exc.explanation}"
+            ) from None
+        started = cls(container)
+        started.exec(f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}", user="root")
+        if spec.user:
+            started.exec(f"chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}", user="root")
+        return started
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        workdir: str = WORKSPACE,
+        environment: dict[str, str] | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        """Run `command` through `sh -c`; a timeout kills it (exit 124/137, `timed_out`)."""
+        argv = ["sh", "-c", command]
+        if timeout is not None:
+            seconds = max(1, int(timeout + 0.999))
+            argv = ["timeout", "-s", "KILL", str(seconds), *argv]
+        started = time.monotonic()
+        try:
+            result = self._container.exec_run(
+                argv,
+                workdir=workdir,
+                environment={"HOME": HOME, **(environment or {})},
+                user=user or "",
+                demux=False,
+            )
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(
+                "exec_failed", f"docker exec failed: {exc.explanation}"
+            ) from None
+        output = (result.output or b"")[-OUTPUT_LIMIT:].decode("utf-8", errors="replace")
+        timed_out = (
+            timeout is not None
+            and result.exit_code == 137
+            and (time.monotonic() - started >= timeout - 0.5)
+        )
+        return ExecResult(exit_code=int(result.exit_code), output=output, timed_out=timed_out)
+
+    def put_directory(self, source: Path, destination: str) -> None:
+        """Copy a host directory to `destination` (created; its parent must exist)."""
+        parent, name = destination.rsplit("/", 1)
+        self._put(parent or "/", tar_directory(source, name))
+
+    def put_files(self, destination: str, files: dict[str, tuple[bytes, int]]) -> None:
+        self.exec(f"mkdir -p {shlex.quote(destination)}", user="root")
+        self._put(destination, tar_files(files))
+
+    def _put(self, parent: str, data: bytes) -> None:
+        try:
+            if not self._container.put_archive(parent, data):
+                raise EnvironmentFailure("copy_failed", f"cannot copy files into {parent}")
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure("copy_failed", f"cannot copy into {parent}: {exc}") from None
+
+    def get_directory(self, path: str, destination: Path) -> None:
+        """Copy a container directory's content into `destination`."""
+        try:
+            chunks, _ = self._container.get_archive(path)
+        except docker.errors.NotFound:
+            destination.mkdir(parents=True, exist_ok=True)
+            return
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {exc}") from None
+        extract_stream(chunks, destination, path.rstrip("/").rsplit("/", 1)[-1])
+
+    def read_file(self, path: str, limit: int = OUTPUT_LIMIT) -> bytes | None:
+        """A file's bytes (at most `limit`), or None when it does not exist."""
+        try:
+            chunks, _ = self._container.get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        data = b"".join(chunks)
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            member = archive.next()
+            if member is None or not member.isfile():
+                return None
+            handle = archive.extractfile(member)
+            return handle.read(limit) if handle else None
+
+    def changes(self) -> list[dict[str, Any]]:
+        """Filesystem changes since the container started (docker diff)."""
+        return list(self._container.diff() or [])
+
+    def commit(self, repository: str, tag: str) -> str:
+        image = self._container.commit(repository=repository, tag=tag)
+        return str(image.id)
+
+    def running(self) -> bool:
+        try:
+            self._container.reload()
+        except docker.errors.NotFound:
+            return False
+        return bool(self._container.status == "running")
+
+    def remove(self) -> None:
+        try:
+            self._container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError:
+            pass
+
+
+def remove_session_containers() -> int:
+    """Remove every container this process started (after Ctrl-C or a crash)."""
+    removed = 0
+    try:
+        found = client().containers.list(all=True, filters={"label": f"{LABEL}.session={SESSION}"})
+    except EnvironmentFailure:
+        return 0
+    for container in found:
+        AttemptContainer(container).remove()
+        removed += 1
+    return removed

@@ -1,0 +1,1 @@
+"""The evaluate stage: evaluator.py in the scoring environment, and its results."""

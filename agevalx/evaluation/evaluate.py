@@ -1,0 +1,137 @@
+"""The evaluate node's executor: score a run's final outputs with evaluator.py.
+
+The scoring container is fresh: the committed image of the attempt container when this engine
+still has it, otherwise the task image with the cached workspace and home restored. Evaluator
+and task files enter it only now, after the run stage. /tmp is a tmpfs of evaluation.tmpfs_mb.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from agevalx.cache.manifest import ActionManifest, OutputRef
+from agevalx.environments.container import HOME, PRIVATE, WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.engine import EnvironmentFailure, image_exists
+from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.nodes import Node
+
+RUNNER = Path(__file__).with_name("runner_script.py")
+TASK_COPY = f"{PRIVATE}/task"
+
+
+def _parent(context: ExecutionContext, node: Node, kind: str) -> ActionManifest:
+    for parent in context.parent_results(node):
+        if parent.kind == kind:
+            return parent
+    raise EnvironmentFailure("missing_parent", f"{node.id} has no {kind} parent result")
+
+
+def _task_image(context: ExecutionContext, node: Node) -> str:
+    action = context.results.get(f"image:{node.task_id}")
+    if action is None:
+        raise EnvironmentFailure("image_missing", f"no image result for {node.task_id}")
+    return str(json.loads(context.store.get_bytes(action.outputs["image"].digest))["reference"])
+
+
+def _restore(container: AttemptContainer, context: ExecutionContext, run: ActionManifest) -> None:
+    with tempfile.TemporaryDirectory(prefix="ageval-restore-") as scratch:
+        for name, path in (("workspace", WORKSPACE), ("home", HOME)):
+            local = Path(scratch) / name
+            context.store.restore_tree(run.outputs[name].digest, local)
+            container.exec(f"rm -rf {path} && mkdir -p /attempt", user="root")
+            container.put_directory(local, path)
+
+
+def scoring_container(
+    context: ExecutionContext, node: Node, run: ActionManifest, lock: dict[str, Any]
+) -> AttemptContainer:
+    committed = run.meta.get("committed_image")
+    restore = not (isinstance(committed, str) and image_exists(committed))
+    image = _task_image(context, node) if restore else str(committed)
+    host = lock["binding"]["evaluate_host"]["environment_options"]
+    spec = ContainerSpec(
+        image=image,
+        name_hint=f"eval-{node.task_id}-{node.attempt}",
+        network=host.get("network"),
+        user=host.get("user") or lock["binding"]["environment_options"].get("user"),
+        tmpfs_mb=lock["task"]["evaluation"]["tmpfs_mb"],
+        platform=host.get("platform"),
+    )
+    container = AttemptContainer.start(spec)
+    if restore:
+        try:
+            _restore(container, context, run)
+        except BaseException:
+            container.remove()
+            raise
+    return container
+
+
+def _context_document(lock: dict[str, Any], run: ActionManifest) -> dict[str, Any]:
+    return {
+        "evaluator": f"{TASK_COPY}/evaluator.py",
+        "workspace": WORKSPACE,
+        "home": HOME,
+        "task_dir": TASK_COPY,
+        "params": lock["task"]["parameters"],
+        "limit": run.meta.get("limit"),
+        "run": {"invocations": run.meta.get("invocations"), "limit": run.meta.get("limit")},
+    }
+
+
+def evaluate_in(
+    container: AttemptContainer, task_dir: Path, lock: dict[str, Any], run: ActionManifest
+) -> dict[str, Any]:
+    """Copy the evaluator in, run it within evaluate_seconds, return its result document."""
+    container.put_directory(task_dir, TASK_COPY)
+    container.put_files(
+        PRIVATE,
+        {
+            "evaluate.py": (RUNNER.read_bytes(), 0o644),
+            "context.json": (json.dumps(_context_document(lock, run)).encode(), 0o644),
+        },
+    )
+    seconds = lock["task"]["limits"]["evaluate_seconds"]
+    result = container.exec(
+        f"python3 {PRIVATE}/evaluate.py {PRIVATE}/context.json {PRIVATE}/result.json",
+        timeout=seconds,
+        user="root",
+    )
+    if result.timed_out:
+        raise EnvironmentFailure(
+            "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
+        )
+    raw = container.read_file(f"{PRIVATE}/result.json")
+    if raw is None:
+        return {
+            "status": "ERROR",
+            "error": {
+                "type": "EvaluatorDidNotRun",
+                "message": f"the evaluator runner exited with {result.exit_code}",
+            },
+            "evaluator_output": result.output[-4000:],
+        }
+    document: dict[str, Any] = json.loads(raw)
+    document["evaluator_output"] = result.output[-4000:]
+    return document
+
+
+def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
+    assert node.task_id is not None
+    lock: dict[str, Any] = context.plan.node(f"lock:{node.task_id}").payload["lock"]
+    run = _parent(context, node, "run")
+    task_dir = context.plan.dataset.tasks_dir / node.task_id
+    started = time.monotonic()
+    container = scoring_container(context, node, run, lock)
+    try:
+        document = evaluate_in(container, task_dir, lock, run)
+    finally:
+        container.remove()
+    document["seconds"] = round(time.monotonic() - started, 3)
+    digest = context.store.put_bytes(json.dumps(document, sort_keys=True).encode())
+    meta = {"status": document.get("status"), "score": document.get("score")}
+    return NodeResult(outputs={"result": OutputRef(digest=digest, type="blob")}, meta=meta)

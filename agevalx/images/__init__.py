@@ -1,0 +1,1 @@
+"""Environment images: the image node's executor."""

@@ -1,0 +1,163 @@
+"""`ageval run`: plan the job's graph, compute what is missing, write results as views."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.store import CacheStore
+from agevalx.environments.container import remove_session_containers
+from agevalx.errors import AgevalError, UsageError
+from agevalx.evaluation.evaluate import execute_evaluate
+from agevalx.fsutil import atomic_write
+from agevalx.graph.execute import ExecutionReport, Executor, NodeReport, execute
+from agevalx.graph.journal import record
+from agevalx.graph.plan import Plan, PlanRequest, plan
+from agevalx.images.build import execute_image, image_still_present
+from agevalx.lockfile import BindingRequest
+from agevalx.lockfile.node import execute_lock, write_lock_view
+from agevalx.results.build import attempt_result, attempts_of, execute_summary, job_summary
+from agevalx.results.models import AttemptResult, JobSummary
+from agevalx.results.paths import attempt_dir, suite_dir
+from agevalx.runner.stage import execute_run
+
+SAMPLE_FILE = ".ageval/sample"
+EXECUTORS: dict[str, Executor] = {
+    "lock": execute_lock,
+    "image": execute_image,
+    "run": execute_run,
+    "evaluate": execute_evaluate,
+    "summary": execute_summary,
+}
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What `ageval run` was asked."""
+
+    dataset: Path
+    tasks: tuple[str, ...] = ()
+    k: int = 1
+    binding: BindingRequest = field(default_factory=BindingRequest)
+    fresh: bool = False
+    workers: int | None = None
+
+
+@dataclass
+class RunOutcome:
+    """The attempts' results, the job summary (k > 1 or several tasks), every node's outcome."""
+
+    plan: Plan
+    report: ExecutionReport
+    results: list[AttemptResult]
+    summary: JobSummary | None
+    summary_path: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return all(result.status != "ERROR" for result in self.results)
+
+
+def _sample(dataset: Path, fresh: bool) -> int:
+    """The dataset's current sample number; `--fresh` moves it on, so new attempts are made."""
+    path = dataset / SAMPLE_FILE
+    try:
+        current = int(path.read_text().strip())
+    except (OSError, ValueError):
+        current = 0
+    if fresh:
+        current += 1
+        atomic_write(path, f"{current}\n".encode())
+    return current
+
+
+def _revalidate_images(planned: Plan) -> None:
+    """A cached image node is a hit only where this engine still holds the image."""
+    for node in planned.nodes():
+        stale = node.action is not None and not image_still_present(dict(node.action.meta))
+        if node.kind == "image" and stale:
+            node.status, node.action = "miss", None
+
+
+def _write_attempt_views(
+    planned: Plan, store: CacheStore, result: AttemptResult, run: ActionManifest | None
+) -> None:
+    directory = attempt_dir(planned.dataset.root, result.attempt_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    if run is not None:
+        for output, name in (("activity", "activity.jsonl"), ("transcript", "transcript.jsonl")):
+            if output in run.outputs:
+                atomic_write(directory / name, store.get_bytes(run.outputs[output].digest))
+    atomic_write(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
+
+
+def run(
+    request: RunRequest,
+    store: CacheStore,
+    on_progress: Callable[[NodeReport], None] | None = None,
+) -> RunOutcome:
+    """Run (or reuse) every attempt of the request and write result.json / summary.json."""
+    if request.k < 1:
+        raise UsageError("invalid_k", "-k must be at least 1", field="-k")
+    sample = _sample(request.dataset, request.fresh)
+    planned = plan(
+        PlanRequest(
+            dataset=request.dataset,
+            tasks=request.tasks,
+            k=request.k,
+            binding=request.binding,
+            sample=sample,
+        ),
+        store,
+    )
+    _revalidate_images(planned)
+    workers = request.workers or planned.dataset.config.defaults.max_concurrent_tasks
+    try:
+        report = execute(
+            planned,
+            store,
+            EXECUTORS,
+            workers=workers,
+            on_progress=on_progress,
+            on_interrupt=remove_session_containers,
+        )
+    finally:
+        remove_session_containers()
+    return _write_views(planned, store, report)
+
+
+def _write_views(planned: Plan, store: CacheStore, report: ExecutionReport) -> RunOutcome:
+    actions = {item.node.id: item.node.action for item in report.nodes if item.node.action}
+    actions.update(report.actions)
+    outcomes = {item.node.id: item.outcome for item in report.nodes}
+    errors: dict[str, AgevalError] = {
+        item.node.id: item.error for item in report.nodes if item.error is not None
+    }
+    root = planned.dataset.root
+    for item in report.nodes:
+        if item.outcome in ("reused", "computed"):
+            record(root, item.node)
+            if item.node.kind == "lock":
+                write_lock_view(root, item.node)
+    results = []
+    for task_id, attempt in attempts_of(planned):
+        result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
+        _write_attempt_views(planned, store, result, actions.get(f"run:{task_id}#{attempt}"))
+        results.append(result)
+    summary, path = None, None
+    if "summary:job" in planned.graph:
+        node = planned.node("summary:job")
+        action = actions.get(node.id)
+        if action is not None:
+            summary = JobSummary.model_validate(
+                json.loads(store.get_bytes(action.outputs["summary"].digest))
+            )
+        else:
+            k = max(result.attempt for result in results) + 1
+            summary = job_summary(planned, results, k, node.key)
+        path = suite_dir(root, summary.job_id) / "summary.json"
+        atomic_write(path, summary.model_dump_json(indent=2).encode() + b"\n")
+    return RunOutcome(planned, report, results, summary, path)

@@ -1,0 +1,1 @@
+"""Attempt results and job summaries: the files people and scripts read."""

@@ -1,0 +1,178 @@
+"""Turning node outcomes into result.json and summary.json documents."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.store import CacheStore
+from agevalx.errors import AgevalError
+from agevalx.graph.nodes import Node, node_id
+from agevalx.graph.plan import Plan
+from agevalx.results.metrics import overall_metrics, task_metrics
+from agevalx.results.models import AttemptResult, ErrorInfo, JobSummary, NodeRef
+from agevalx.results.paths import attempt_id
+
+ENVIRONMENT_CODES = frozenset(
+    {
+        "docker_unavailable",
+        "image_build_failed",
+        "image_unavailable",
+        "image_missing",
+        "environment_start_failed",
+        "environment_timeout",
+        "environment_gpu_unavailable",
+        "setup_failed",
+    }
+)
+
+
+def _stage(kind: str, code: str) -> Any:
+    if kind in ("lock", "image") or code in ENVIRONMENT_CODES:
+        return "environment"
+    return "evaluate" if kind == "evaluate" else "run"
+
+
+def attempt_nodes(plan: Plan, task_id: str, attempt: int) -> list[Node]:
+    names = [
+        node_id("lock", task_id, None),
+        node_id("image", task_id, None),
+        node_id("run", task_id, attempt),
+        node_id("evaluate", task_id, attempt),
+    ]
+    return [plan.node(name) for name in names]
+
+
+def _evaluation(store: CacheStore, action: ActionManifest) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(store.get_bytes(action.outputs["result"].digest))
+    return document
+
+
+def attempt_result(
+    plan: Plan,
+    store: CacheStore,
+    task_id: str,
+    attempt: int,
+    actions: Mapping[str, ActionManifest],
+    outcomes: Mapping[str, str],
+    errors: Mapping[str, AgevalError],
+) -> AttemptResult:
+    """The result of one attempt from its nodes' cached outputs or failures."""
+    nodes = attempt_nodes(plan, task_id, attempt)
+    lock = nodes[0].payload["lock"]
+    run, evaluate = actions.get(nodes[2].id), actions.get(nodes[3].id)
+    fields: dict[str, Any] = {
+        "attempt_id": attempt_id(nodes[2]),
+        "dataset_id": lock["dataset"]["dataset_id"],
+        "task_id": task_id,
+        "attempt": attempt,
+        "config_digest": lock["config_digest"],
+        "agents": {role: bound["label"] for role, bound in lock["binding"]["roles"].items()},
+        "models": {
+            role: (bound.get("model") or {}).get("id")
+            for role, bound in lock["binding"]["roles"].items()
+        },
+        "nodes": [
+            NodeRef(id=n.id, kind=n.kind, key=n.key, outcome=outcomes.get(n.id, "blocked"))
+            for n in nodes
+        ],
+    }
+    seconds: dict[str, float] = {}
+    if run is not None:
+        fields["limit"] = run.meta.get("limit")
+        fields["invocations"] = run.meta.get("invocations")
+        seconds.update(run.meta.get("seconds") or {})  # type: ignore[arg-type]
+    if evaluate is not None:
+        document = _evaluation(store, evaluate)
+        seconds["evaluate"] = document.get("seconds", 0.0)
+        fields["evaluator_output"] = document.get("evaluator_output")
+        if document["status"] in ("PASS", "FAIL"):
+            fields.update(
+                status=document["status"],
+                score=document.get("score"),
+                details=document.get("details") or {},
+            )
+        else:
+            problem = document.get("error") or {}
+            fields.update(
+                status="ERROR",
+                error=ErrorInfo(
+                    code="evaluator_error",
+                    stage="evaluate",
+                    message=f"{problem.get('type', 'Error')}: {problem.get('message', '')}",
+                    hint=(problem.get("traceback") or "")[-1500:] or None,
+                ),
+            )
+    else:
+        failed = next((n for n in nodes if n.id in errors), None)
+        error = errors[failed.id] if failed else None
+        code = error.code if error else "not_computed"
+        fields.update(
+            status="ERROR",
+            error=ErrorInfo(
+                code=code,
+                stage=_stage(failed.kind if failed else "run", code),
+                message=error.message if error else "the attempt was not computed",
+                hint=error.hint if error else None,
+            ),
+        )
+    fields["seconds"] = seconds
+    return AttemptResult(**fields)
+
+
+def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: str) -> JobSummary:
+    tasks = {}
+    for task_id in plan.task_ids:
+        mine = [result for result in results if result.task_id == task_id]
+        tasks[task_id] = task_metrics(
+            [r.status for r in mine], [r.score for r in mine], [r.limit for r in mine], k
+        )
+    slug = plan.dataset.config.dataset_id.replace("/", "-")
+    return JobSummary(
+        job_id=f"{slug}-{summary_key[:12]}",
+        dataset_id=plan.dataset.config.dataset_id,
+        k=k,
+        tasks=tasks,
+        overall=overall_metrics(list(tasks.values())),
+        attempts=[
+            {
+                "task_id": r.task_id,
+                "attempt": r.attempt,
+                "status": r.status,
+                "score": r.score,
+                "attempt_id": r.attempt_id,
+                "result": f"../../runs/{r.attempt_id}/result.json",
+            }
+            for r in results
+        ],
+        summary_key=summary_key,
+    )
+
+
+def attempts_of(plan: Plan) -> list[tuple[str, int]]:
+    """(task, attempt) pairs of a plan, in task order."""
+    return [
+        (node.task_id, node.attempt)
+        for node in plan.nodes()
+        if node.kind == "run" and node.task_id is not None and node.attempt is not None
+    ]
+
+
+def execute_summary(node: Node, context: Any) -> Any:
+    """The summary node: metrics over every attempt of the job, stored as summary.json."""
+    from agevalx.cache.manifest import OutputRef
+    from agevalx.graph.execute import NodeResult
+
+    plan: Plan = context.plan
+    pairs = attempts_of(plan)
+    outcomes = dict.fromkeys(plan.graph.nodes, "reused")
+    results = [
+        attempt_result(plan, context.store, task, attempt, context.results, outcomes, {})
+        for task, attempt in pairs
+    ]
+    k = max(attempt for _, attempt in pairs) + 1
+    summary = job_summary(plan, results, k, node.key)
+    digest = context.store.put_bytes(summary.model_dump_json(indent=2).encode())
+    return NodeResult(outputs={"summary": OutputRef(digest=digest, type="blob")})

@@ -1,0 +1,69 @@
+"""pass@k, pass^k and avg@k: pure functions, pinned by golden tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import comb
+
+from agevalx.results.models import TaskMetrics
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """Unbiased estimator 1 - C(n-c, k) / C(n, k); None when fewer than k attempts exist."""
+    if n < k or k < 1:
+        return None
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """C(c, k) / C(n, k): the probability that k attempts drawn without replacement all pass."""
+    if n < k or k < 1:
+        return None
+    return comb(c, k) / comb(n, k)
+
+
+def task_metrics(
+    statuses: Sequence[str], scores: Sequence[float | None], limits: Sequence[str | None], k: int
+) -> TaskMetrics:
+    n = len(statuses)
+    c = sum(1 for status in statuses if status == "PASS")
+    known = [score for score in scores if score is not None]
+    hit: dict[str, int] = {}
+    for limit in limits:
+        if limit:
+            hit[limit] = hit.get(limit, 0) + 1
+    return TaskMetrics(
+        n=n,
+        passed=c,
+        failed=sum(1 for status in statuses if status == "FAIL"),
+        errors=sum(1 for status in statuses if status == "ERROR"),
+        pass_rate=c / n if n else None,
+        pass_at_k=pass_at_k(n, c, k),
+        pass_hat_k=pass_hat_k(n, c, k),
+        avg_score=sum(known) / len(known) if known else None,
+        limits=hit,
+    )
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return sum(known) / len(known) if known else None
+
+
+def overall_metrics(tasks: Sequence[TaskMetrics]) -> TaskMetrics:
+    """Counts summed; rates averaged over tasks (each task weighs the same)."""
+    limits: dict[str, int] = {}
+    for task in tasks:
+        for key, count in task.limits.items():
+            limits[key] = limits.get(key, 0) + count
+    return TaskMetrics(
+        n=sum(task.n for task in tasks),
+        passed=sum(task.passed for task in tasks),
+        failed=sum(task.failed for task in tasks),
+        errors=sum(task.errors for task in tasks),
+        pass_rate=_mean([task.pass_rate for task in tasks]),
+        pass_at_k=_mean([task.pass_at_k for task in tasks]),
+        pass_hat_k=_mean([task.pass_hat_k for task in tasks]),
+        avg_score=_mean([task.avg_score for task in tasks]),
+        limits=limits,
+    )

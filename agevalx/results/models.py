@@ -1,0 +1,122 @@
+"""result.json (one attempt) and summary.json (a job): the formats people and scripts read."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["PASS", "FAIL", "ERROR"]
+
+
+class ResultModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ErrorInfo(ResultModel):
+    """Why an attempt is ERROR."""
+
+    code: str
+    """Stable error code (`image_build_failed`, `evaluate_timeout`, `agent_crashed`, ...)."""
+    stage: Literal["environment", "run", "evaluate"]
+    """The stage that failed."""
+    message: str
+    """What happened."""
+    hint: str | None = None
+    """What to do, or the tail of the failing program's output."""
+
+
+class NodeRef(ResultModel):
+    """A graph node behind this result."""
+
+    id: str
+    """Node identity, e.g. `run:task#0`."""
+    kind: str
+    """Node kind."""
+    key: str
+    """Content key (xxh3-128)."""
+    outcome: Literal["reused", "computed", "failed", "blocked"]
+    """Whether this invocation computed it or reused it from the cache."""
+
+
+class AttemptResult(ResultModel):
+    """One attempt's `result.json`."""
+
+    format: Literal["ageval.result/1"] = "ageval.result/1"
+    """Format version."""
+    attempt_id: str
+    """`<task>-<attempt>-<run key prefix>`; names the directory under .ageval/runs/."""
+    dataset_id: str
+    """From ageval.yaml."""
+    task_id: str
+    """The task."""
+    attempt: int
+    """Attempt index within the job (0..k-1)."""
+    status: Status
+    """PASS or FAIL from the evaluator; ERROR when a stage failed."""
+    score: float | None = None
+    """The evaluator's score, when it gives one."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """The evaluator's details."""
+    limit: str | None = None
+    """The run-stage quota that ran out (`wall_time_seconds`, `agent_invocations`)."""
+    error: ErrorInfo | None = None
+    """Set when status is ERROR."""
+    agents: dict[str, str] = Field(default_factory=dict)
+    """Role -> agent label."""
+    models: dict[str, str | None] = Field(default_factory=dict)
+    """Role -> model id."""
+    invocations: int | None = None
+    """Agent invocations the run stage made."""
+    seconds: dict[str, float] = Field(default_factory=dict)
+    """Time per stage (environment, run, evaluate) when they were computed."""
+    config_digest: str
+    """The lock's digest: the exact configuration that produced this result."""
+    nodes: list[NodeRef]
+    """Every node behind the result, with its key and whether it was reused."""
+    evaluator_output: str | None = None
+    """The evaluator's stdout/stderr tail."""
+
+
+class TaskMetrics(ResultModel):
+    """Metrics of one task (or of the whole job) over its attempts."""
+
+    n: int
+    """Attempts counted (ERROR attempts included, as not passed)."""
+    passed: int
+    """PASS attempts."""
+    failed: int
+    """FAIL attempts."""
+    errors: int
+    """ERROR attempts (reported, never dropped)."""
+    pass_rate: float | None
+    """passed / n."""
+    pass_at_k: float | None
+    """Unbiased pass@k: 1 - C(n-c, k) / C(n, k)."""
+    pass_hat_k: float | None
+    """pass^k: C(c, k) / C(n, k), the chance that k attempts all pass."""
+    avg_score: float | None
+    """Mean score over attempts that have one (avg@k)."""
+    limits: dict[str, int] = Field(default_factory=dict)
+    """How many attempts hit each quota."""
+
+
+class JobSummary(ResultModel):
+    """`summary.json` of a job (k > 1 or several tasks)."""
+
+    format: Literal["ageval.summary/1"] = "ageval.summary/1"
+    """Format version."""
+    job_id: str
+    """Names the directory under .ageval/suite-runs/."""
+    dataset_id: str
+    """From ageval.yaml."""
+    k: int
+    """Attempts per task."""
+    tasks: dict[str, TaskMetrics]
+    """Per task."""
+    overall: TaskMetrics
+    """Task-averaged pass@k / pass^k / avg@k; counts summed."""
+    attempts: list[dict[str, Any]]
+    """Index of attempts: task, attempt, status, score, attempt_id, result path."""
+    summary_key: str
+    """Key of the summary node (content-addressed: same key, same numbers)."""

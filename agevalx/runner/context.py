@@ -1,0 +1,131 @@
+"""`RunContext`: what a task's run.py receives as `ctx`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from agevalx.agents.base import InvocationResult
+from agevalx.environments.container import WORKSPACE, AttemptContainer, ExecResult
+from agevalx.errors import AgevalError
+from agevalx.runner.activity import ActivityJournal
+
+
+class QuotaExhausted(Exception):
+    """A run-stage quota ran out; the run stage ends and the evaluator still scores."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the run stage's {key} quota is exhausted")
+        self.key = key
+
+
+@dataclass
+class Quotas:
+    """The run stage's limits and what has been spent so far."""
+
+    deadline: float
+    invocations_allowed: int | None
+    concurrency: threading.Semaphore
+    invocations_used: int = 0
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def check_time(self) -> None:
+        if self.remaining() <= 0:
+            raise QuotaExhausted("wall_time_seconds")
+
+
+Invoker = Callable[[str, str, int], InvocationResult]
+
+
+class RunContext:
+    """The run stage as run.py sees it. Every call is recorded in activity.jsonl."""
+
+    def __init__(
+        self,
+        *,
+        task_dir: Path,
+        params: dict[str, Any],
+        roles: list[str],
+        container: AttemptContainer,
+        journal: ActivityJournal,
+        quotas: Quotas,
+        invoker: Invoker,
+    ) -> None:
+        self.params = params
+        """task.yaml's `parameters`."""
+        self.roles = roles
+        """The task's role ids."""
+        self._task_dir = task_dir
+        self._container = container
+        self._journal = journal
+        self._quotas = quotas
+        self._invoker = invoker
+        self._count_lock = threading.Lock()
+        self.closed = False
+
+    def _guard(self) -> None:
+        if self.closed:
+            raise QuotaExhausted("wall_time_seconds")
+        self._quotas.check_time()
+
+    def task_file(self, relative: str) -> Path:
+        """A file of the task directory (read-only use), e.g. `ctx.task_file("lib/x.py")`."""
+        path = PurePosixPath(relative)
+        if path.is_absolute() or ".." in path.parts:
+            raise AgevalError("invalid_path", f"{relative!r} must stay inside the task")
+        return self._task_dir / relative
+
+    def prompt(self, name: str) -> str:
+        """The text of prompts/<name>."""
+        return self.task_file(f"prompts/{name}").read_text(encoding="utf-8")
+
+    def invoke(self, role: str, prompt: str) -> InvocationResult:
+        """One agent invocation of `role`; counts against agent_invocations."""
+        self._guard()
+        if role not in self.roles:
+            raise AgevalError("unknown_role", f"the task has no role {role!r}: {self.roles}")
+        with self._count_lock:
+            allowed = self._quotas.invocations_allowed
+            if allowed is not None and self._quotas.invocations_used >= allowed:
+                raise QuotaExhausted("agent_invocations")
+            index = self._quotas.invocations_used
+            self._quotas.invocations_used += 1
+        with self._quotas.concurrency:
+            self._guard()
+            return self._invoker(role, prompt, index)
+
+    def exec(self, command: str, timeout: float | None = None) -> ExecResult:
+        """Run a shell command in /attempt/workspace; recorded as a terminal action."""
+        self._guard()
+        budget = self._quotas.remaining()
+        result = self._container.exec(command, timeout=min(timeout or budget, budget))
+        self._journal.append(
+            "exec", command=command, cwd=WORKSPACE, exit_code=result.exit_code, output=result.output
+        )
+        return result
+
+    def write_file(self, path: str, content: str) -> None:
+        """Write a text file under /attempt/workspace."""
+        self._guard()
+        relative = PurePosixPath(path)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise AgevalError("invalid_path", f"{path!r} must stay inside the workspace")
+        self._container.put_files(WORKSPACE, {relative.as_posix(): (content.encode(), 0o644)})
+        self._journal.append("file_write", path=f"{WORKSPACE}/{relative.as_posix()}")
+
+    def read_file(self, path: str) -> str:
+        """Read a text file under /attempt/workspace."""
+        self._guard()
+        relative = PurePosixPath(path)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise AgevalError("invalid_path", f"{path!r} must stay inside the workspace")
+        data = self._container.read_file(f"{WORKSPACE}/{relative.as_posix()}")
+        if data is None:
+            raise FileNotFoundError(path)
+        return data.decode("utf-8", errors="replace")

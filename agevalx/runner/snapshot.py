@@ -1,0 +1,54 @@
+"""Snapshots of /attempt/workspace and /attempt/home into the cache, and checkpoint nodes."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from agevalx.cache.manifest import ActionManifest, OutputRef
+from agevalx.cache.store import CacheStore
+from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer
+from agevalx.graph.keys import node_key
+from agevalx.graph.rules import load_rules
+from agevalx.hashing import digest_json
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Tree digests of the two attempt directories."""
+
+    workspace: str
+    home: str
+    size: int
+
+
+def snapshot(container: AttemptContainer, store: CacheStore) -> Snapshot:
+    with tempfile.TemporaryDirectory(prefix="ageval-snapshot-") as scratch:
+        workspace, home = Path(scratch) / "workspace", Path(scratch) / "home"
+        container.get_directory(WORKSPACE, workspace)
+        container.get_directory(HOME, home)
+        stored_workspace = store.put_tree(workspace)
+        stored_home = store.put_tree(home)
+    return Snapshot(
+        workspace=stored_workspace.digest,
+        home=stored_home.digest,
+        size=stored_workspace.total_size + stored_home.total_size,
+    )
+
+
+def store_checkpoint(
+    store: CacheStore, parent: tuple[str, str], step: dict[str, object], taken: Snapshot
+) -> str:
+    """Store a checkpoint node chained to `parent` (`("run", key)` or `("checkpoint", key)`)."""
+    rule = load_rules()["checkpoint"]
+    key = node_key(rule, {"request": {"step_action": digest_json(step)}}, {parent[0]: [parent[1]]})
+    outputs = {
+        "workspace": OutputRef(digest=taken.workspace, type="tree"),
+        "home": OutputRef(digest=taken.home, type="tree"),
+    }
+    with store.in_use():
+        store.put_action(
+            ActionManifest.create("checkpoint", key, outputs, {"parent": list(parent)})
+        )
+    return key

@@ -1,0 +1,32 @@
+"""Integration fixtures: a reachable Docker engine and the offline base image are required."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> object:
+    from agevalx.environments.engine import client, image_exists
+
+    engine = client()  # raises docker_unavailable with a hint: run scripts/setup-docker.sh
+    if not image_exists("ageval/base:bookworm"):
+        pytest.fail("the base image ageval/base:bookworm is missing: run scripts/setup-docker.sh")
+    return engine
+
+
+@pytest.fixture
+def copy_dataset(tmp_path: Path, docker_engine: object):  # type: ignore[no-untyped-def]
+    """Copy a dataset (from tests/integration/data or examples/datasets) into tmp_path."""
+
+    def copy(source: Path) -> Path:
+        target = tmp_path / source.name
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".ageval"))
+        return target
+
+    return copy

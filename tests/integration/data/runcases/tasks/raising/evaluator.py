@@ -1,0 +1,2 @@
+def evaluate(ctx):
+    raise RuntimeError("the evaluator broke")

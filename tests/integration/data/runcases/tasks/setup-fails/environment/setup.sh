@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "cannot prepare the environment" >&2
+exit 3

@@ -1,0 +1,6 @@
+import time
+
+
+def evaluate(ctx):
+    time.sleep(30)
+    return {"status": "PASS"}

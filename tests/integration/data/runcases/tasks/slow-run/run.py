@@ -1,0 +1,4 @@
+def run(ctx):
+    ctx.exec("echo started > /attempt/workspace/started.txt")
+    ctx.exec("sleep 30")
+    ctx.exec("echo finished > /attempt/workspace/finished.txt")

@@ -1,0 +1,159 @@
+"""`ageval run` end to end on the real Docker engine, with the oracle agent."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.cli import main
+from agevalx.environments.container import SESSION
+from agevalx.environments.engine import client
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNCASES = ROOT / "tests/integration/data/runcases"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["run", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def outcome(document: dict[str, Any], node: str) -> str:
+    return next(item["outcome"] for item in document["nodes"] if item["id"] == node)
+
+
+def containers_created_since(started: float) -> int:
+    events = client().events(
+        since=int(started),
+        until=int(time.time()) + 1,
+        decode=True,
+        filters={"type": "container", "event": "create"},
+    )
+    return sum(1 for _ in events)
+
+
+def test_oracle_passes_and_a_second_run_starts_no_container(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    code, first = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert code == 0, first
+    result = first["results"][0]
+    assert result["status"] == "PASS" and result["score"] == 1.0
+    attempt = dataset / ".ageval/runs" / result["attempt_id"]
+    assert json.loads((attempt / "result.json").read_text())["status"] == "PASS"
+    activity = [json.loads(line) for line in (attempt / "activity.jsonl").read_text().splitlines()]
+    assert [record["type"] for record in activity] == ["terminal", "invocation", "checkpoint"]
+    assert "solve.sh" in activity[0]["command"] and activity[0]["exit_code"] == 0
+
+    started = time.time()
+    code, second = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert code == 0
+    assert second["counts"]["computed"] == 0
+    assert second["results"][0]["status"] == "PASS"
+    assert second["results"][0]["attempt_id"] == result["attempt_id"]
+    assert containers_created_since(started) == 0
+
+
+def test_editing_the_evaluator_reruns_only_evaluation(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    run_json(capsys, str(dataset), "--task", "echo-pass")
+    evaluator = dataset / "tasks/echo-pass/evaluator.py"
+    evaluator.write_text(evaluator.read_text().replace('"PASS" if ok', '"FAIL" if ok'))
+    code, document = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert code == 0
+    assert outcome(document, "run:echo-pass#0") == "reused"
+    assert outcome(document, "image:echo-pass") == "reused"
+    assert outcome(document, "evaluate:echo-pass#0") == "computed"
+    assert document["results"][0]["status"] == "FAIL"
+
+
+def test_evaluation_restores_the_cached_run_when_its_container_image_is_gone(
+    copy_dataset, capsys
+) -> None:
+    dataset = copy_dataset(RUNCASES)
+    _, first = run_json(capsys, str(dataset), "--task", "echo-pass")
+    run_node = next(item for item in first["nodes"] if item["id"] == "run:echo-pass#0")
+    client().images.remove(f"ageval/run:{run_node['key']}", force=True)
+    evaluator = dataset / "tasks/echo-pass/evaluator.py"
+    evaluator.write_text(evaluator.read_text() + "\n# re-score\n")
+    code, document = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert code == 0 and outcome(document, "run:echo-pass#0") == "reused"
+    assert document["results"][0]["status"] == "PASS"
+
+
+def test_editing_run_inputs_reruns_run_not_image_and_dockerfile_rebuilds(
+    copy_dataset, capsys
+) -> None:
+    dataset = copy_dataset(RUNCASES)
+    run_json(capsys, str(dataset), "--task", "echo-pass")
+    solve = dataset / "tasks/echo-pass/solution/solve.sh"
+    solve.write_text(solve.read_text() + "# changed\n")
+    _, document = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert outcome(document, "image:echo-pass") == "reused"
+    assert outcome(document, "run:echo-pass#0") == "computed"
+    dockerfile = dataset / "tasks/echo-pass/environment/Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN echo rebuilt > /rebuilt\n")
+    _, document = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert outcome(document, "image:echo-pass") == "computed"
+    assert document["results"][0]["status"] == "PASS"
+
+
+def test_fresh_makes_new_samples(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    _, first = run_json(capsys, str(dataset), "--task", "echo-pass")
+    _, fresh = run_json(capsys, str(dataset), "--task", "echo-pass", "--fresh")
+    assert outcome(fresh, "run:echo-pass#0") == "computed"
+    assert fresh["results"][0]["attempt_id"] != first["results"][0]["attempt_id"]
+    _, again = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert again["counts"]["computed"] == 0
+
+
+def test_exhausted_invocation_quota_is_recorded_and_still_scored(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    code, document = run_json(capsys, str(dataset), "--task", "quota")
+    result = document["results"][0]
+    assert code == 0
+    assert result["limit"] == "agent_invocations"
+    assert result["status"] == "PASS", result
+    assert result["details"]["limit"] == "agent_invocations"
+
+
+def test_wall_time_ends_the_run_stage_and_the_evaluator_still_scores(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    started = time.monotonic()
+    code, document = run_json(capsys, str(dataset), "--task", "slow-run")
+    assert time.monotonic() - started < 25
+    result = document["results"][0]
+    assert code == 0 and result["limit"] == "wall_time_seconds"
+    assert result["status"] == "PASS", result
+
+
+@pytest.mark.parametrize(
+    ("task", "code", "stage"),
+    [
+        ("bad-status", "evaluator_error", "evaluate"),
+        ("raising", "evaluator_error", "evaluate"),
+        ("slow-eval", "evaluate_timeout", "evaluate"),
+        ("setup-fails", "setup_failed", "environment"),
+    ],
+)
+def test_failures_are_error_results_with_codes(copy_dataset, capsys, task, code, stage) -> None:
+    dataset = copy_dataset(RUNCASES)
+    exit_code, document = run_json(capsys, str(dataset), "--task", task)
+    result = document["results"][0]
+    assert exit_code == 1
+    assert result["status"] == "ERROR"
+    assert result["error"]["code"] == code and result["error"]["stage"] == stage
+    assert (dataset / ".ageval/runs" / result["attempt_id"] / "result.json").is_file()
+
+
+def test_no_container_is_left_behind(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    run_json(capsys, str(dataset), "--task", "setup-fails", "--task", "echo-pass")
+    mine = {"label": f"ageval.session={SESSION}"}
+    assert client().containers.list(all=True, filters=mine) == []

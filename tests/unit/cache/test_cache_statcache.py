@@ -1,0 +1,107 @@
+"""The stat cache: same digests as cold hashing, re-hash on change, racy mtimes."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agevalx.cache import StatCache, hash_tree
+from agevalx.cache import tree as tree_module
+from agevalx.cache.statcache import RACY_WINDOW_NS
+
+pytestmark = pytest.mark.unit
+
+HOUR_NS = 3600 * 1_000_000_000
+
+
+def _age(path: Path, ns_ago: int = HOUR_NS) -> None:
+    past = time.time_ns() - ns_ago
+    os.utime(path, ns=(past, past))
+
+
+@pytest.fixture
+def stat_cache(tmp_path: Path) -> Iterator[StatCache]:
+    with StatCache(tmp_path / "statcache.db") as opened:
+        yield opened
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    root = tmp_path / "files"
+    (root / "sub").mkdir(parents=True)
+    for name in ("one.txt", "two.txt", "sub/three.txt"):
+        (root / name).write_text(f"content of {name}\n")
+        _age(root / name)
+    return root
+
+
+def test_warm_run_matches_cold_hashing_without_reading(
+    files: Path, stat_cache: StatCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cold = hash_tree(files)
+    assert hash_tree(files, stat_cache=stat_cache) == cold
+
+    def no_reads(path: str, walked: os.stat_result | None = None) -> tree_module.Hashed:
+        raise AssertionError(f"{path} was read although the stat cache knew it")
+
+    monkeypatch.setattr(tree_module, "hash_file", no_reads)
+    assert hash_tree(files, stat_cache=stat_cache) == cold
+
+
+def test_modified_file_of_the_same_size_is_rehashed(files: Path, stat_cache: StatCache) -> None:
+    before = hash_tree(files, stat_cache=stat_cache)
+    target = files / "one.txt"
+    target.write_text(target.read_text().upper())
+    _age(target, HOUR_NS // 2)
+    after = hash_tree(files, stat_cache=stat_cache)
+    assert after == hash_tree(files)
+    assert after.digest != before.digest
+
+
+def test_entry_recorded_within_the_racy_window_is_not_trusted(
+    files: Path, stat_cache: StatCache
+) -> None:
+    target = files / "two.txt"
+    target.write_text("fresh content\n")
+    st = target.stat()
+    stat_cache.record([(st, "0" * 32)], recorded_ns=st.st_mtime_ns + RACY_WINDOW_NS // 2)
+    assert stat_cache.lookup(st) is None
+    entries = {entry.path: entry for entry in hash_tree(files, stat_cache=stat_cache).entries}
+    assert entries["two.txt"].digest != "0" * 32
+
+
+def test_entry_recorded_after_the_racy_window_is_trusted(
+    files: Path, stat_cache: StatCache
+) -> None:
+    st = (files / "two.txt").stat()
+    stat_cache.record([(st, "0" * 32)], recorded_ns=st.st_mtime_ns + RACY_WINDOW_NS)
+    assert stat_cache.lookup(st) == "0" * 32
+
+
+def test_freshly_written_files_are_rehashed_every_time(
+    files: Path, stat_cache: StatCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (files / "new.txt").write_text("just written\n")
+    hash_tree(files, stat_cache=stat_cache)
+    read: list[str] = []
+    real_hash_file = tree_module.hash_file
+
+    def counting(path: str, walked: os.stat_result | None = None) -> tree_module.Hashed:
+        read.append(os.path.basename(path))
+        return real_hash_file(path, walked)
+
+    monkeypatch.setattr(tree_module, "hash_file", counting)
+    hash_tree(files, stat_cache=stat_cache)
+    assert read == ["new.txt"]
+
+
+def test_unusable_database_behaves_as_empty(files: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"this is not sqlite" * 100)
+    with StatCache(broken) as stat_cache:
+        assert stat_cache.lookup((files / "one.txt").stat()) is None
+        assert hash_tree(files, stat_cache=stat_cache) == hash_tree(files)

@@ -1,0 +1,204 @@
+"""Blobs, action entries and refs: round trips, verification on read, the hit rule."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agevalx.cache import ActionManifest, CacheError, CacheStore, OutputRef, layout
+from agevalx.hashing import digest_bytes, digest_file
+
+pytestmark = pytest.mark.unit
+
+KEY = "0123456789abcdef0123456789abcdef"
+
+
+def _blob_action(store: CacheStore, data: bytes, key: str = KEY) -> ActionManifest:
+    digest = store.put_bytes(data)
+    manifest = ActionManifest.create(
+        "run", key, {"out": OutputRef(digest=digest, type="blob")}, {"status": "ok"}
+    )
+    store.put_action(manifest)
+    return manifest
+
+
+def _corrupt(path: Path, data: bytes) -> None:
+    os.chmod(path, 0o644)
+    path.write_bytes(data)
+
+
+def test_digest_of_ageval_is_pinned() -> None:
+    assert digest_bytes(b"ageval") == "a39fa71cc7f200da29a61d68f6b4c3e3"
+
+
+def test_put_bytes_round_trips_through_a_sharded_object_path(store: CacheStore) -> None:
+    digest = store.put_bytes(b"ageval")
+    assert digest == "a39fa71cc7f200da29a61d68f6b4c3e3"
+    path = store.root / "objects" / "xxh3-128" / "a3" / "9fa71cc7f200da29a61d68f6b4c3e3"
+    assert path.read_bytes() == b"ageval"
+    assert store.has_blob(digest)
+    assert store.get_bytes(digest) == b"ageval"
+
+
+def test_new_cache_writes_its_layout_version(store: CacheStore) -> None:
+    assert (store.root / "VERSION").read_text() == "ageval-cache 1\n"
+    for area in ("objects/xxh3-128", "trees/xxh3-128", "actions", "refs", "tmp"):
+        assert (store.root / area).is_dir()
+
+
+def test_cache_of_another_layout_version_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "VERSION").write_text("ageval-cache 99\n")
+    with pytest.raises(CacheError) as caught:
+        CacheStore(tmp_path)
+    assert caught.value.code == "cache_version_mismatch"
+
+
+def test_cache_root_that_is_a_file_is_unwritable(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CacheError) as caught:
+        CacheStore(tmp_path / "file")
+    assert caught.value.code == "cache_unwritable"
+
+
+def test_put_file_streams_a_multi_chunk_file(store: CacheStore, tmp_path: Path) -> None:
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(3 * (1 << 20) + 17))
+    digest = store.put_file(source)
+    assert digest == digest_file(source)
+    assert store.get_bytes(digest) == source.read_bytes()
+    assert list(store.tmp.iterdir()) == []
+
+
+def test_open_and_export_return_verified_content(store: CacheStore, tmp_path: Path) -> None:
+    digest = store.put_bytes(b"payload")
+    with store.open_blob(digest) as handle:
+        assert handle.read() == b"payload"
+    store.export_blob(digest, tmp_path / "out.bin")
+    assert (tmp_path / "out.bin").read_bytes() == b"payload"
+
+
+def test_storing_the_same_blob_twice_keeps_one_object(store: CacheStore) -> None:
+    assert store.put_bytes(b"same") == store.put_bytes(b"same")
+    assert sum(1 for _ in layout.iter_sharded(layout.object_dir(store.root))) == 1
+
+
+def test_corrupted_blob_is_detected_on_read_and_action_misses(store: CacheStore) -> None:
+    manifest = _blob_action(store, b"good content")
+    digest = manifest.outputs["out"].digest
+    _corrupt(layout.object_path(store.root, digest), b"evil content")
+    with pytest.raises(CacheError) as caught:
+        store.get_bytes(digest)
+    assert caught.value.code == "cache_corrupt_object"
+    assert store.get_action("run", KEY) is None
+
+
+@pytest.mark.parametrize("reader", ["open_blob", "export_blob"])
+def test_every_blob_reader_verifies(store: CacheStore, tmp_path: Path, reader: str) -> None:
+    digest = store.put_bytes(b"x" * 100)
+    _corrupt(layout.object_path(store.root, digest), b"y" * 100)
+    with pytest.raises(CacheError) as caught:
+        if reader == "open_blob":
+            store.open_blob(digest)
+        else:
+            store.export_blob(digest, tmp_path / "out")
+    assert caught.value.code == "cache_corrupt_object"
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_blob_named_by_an_action_is_a_miss(store: CacheStore) -> None:
+    manifest = _blob_action(store, b"will vanish")
+    digest = manifest.outputs["out"].digest
+    layout.object_path(store.root, digest).unlink()
+    assert store.get_action("run", KEY) is None
+    with pytest.raises(CacheError) as caught:
+        store.get_bytes(digest)
+    assert caught.value.code == "cache_missing_object"
+
+
+def test_action_round_trips_with_its_meta(store: CacheStore) -> None:
+    manifest = _blob_action(store, b"result")
+    found = store.get_action("run", KEY)
+    assert found == manifest
+    assert found is not None and found.meta == {"status": "ok"}
+    assert store.get_action("run", "f" * 32) is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],
+        lambda data: b"",
+        lambda data: b"\xff\xfe garbage",
+        lambda data: data.replace(b'"schema":1', b'"schema":2'),
+        lambda data: data.replace(KEY.encode(), b"f" * 32),
+        lambda data: data.replace(b'"kind":"run"', b'"kind":"evaluate"'),
+    ],
+    ids=["truncated", "empty", "garbage", "future-schema", "other-key", "other-kind"],
+)
+def test_damaged_action_entry_is_a_miss(store: CacheStore, damage: object) -> None:
+    _blob_action(store, b"result")
+    path = layout.action_path(store.root, "run", KEY)
+    assert callable(damage)
+    path.write_bytes(damage(path.read_bytes()))
+    assert store.get_action("run", KEY) is None
+
+
+def test_put_action_refuses_outputs_that_are_not_stored(store: CacheStore) -> None:
+    manifest = ActionManifest.create("run", KEY, {"out": OutputRef(digest="a" * 32, type="blob")})
+    with pytest.raises(CacheError) as caught:
+        store.put_action(manifest)
+    assert caught.value.code == "cache_missing_object"
+    assert not layout.action_path(store.root, "run", KEY).exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "key"),
+    [
+        ("../objects", KEY),
+        ("Run", KEY),
+        ("run/x", KEY),
+        ("run", "../../../../etc/passwd"),
+        ("run", KEY.upper()),
+        ("run", KEY[:-1]),
+        ("run", KEY + "\n"),
+    ],
+)
+def test_illegal_kinds_and_keys_raise_a_coded_error(store: CacheStore, kind: str, key: str) -> None:
+    with pytest.raises(CacheError) as caught:
+        store.get_action(kind, key)
+    assert caught.value.code == "cache_invalid_name"
+
+
+@pytest.mark.parametrize("digest", ["../x", "A" * 32, "a" * 31, "/etc/passwd"])
+def test_illegal_digests_raise_a_coded_error(store: CacheStore, digest: str) -> None:
+    with pytest.raises(CacheError) as caught:
+        store.get_bytes(digest)
+    assert caught.value.code == "cache_invalid_name"
+
+
+def test_action_with_nan_meta_is_refused() -> None:
+    with pytest.raises(CacheError) as caught:
+        ActionManifest.create("run", KEY, {}, {"score": float("nan")})
+    assert caught.value.code == "cache_invalid_action"
+
+
+def test_refs_are_set_listed_and_deleted(store: CacheStore) -> None:
+    store.set_ref("nightly", [f"run/{KEY}", "b" * 32, f"run/{KEY}"])
+    assert store.list_refs() == {"nightly": ("b" * 32, f"run/{KEY}")}
+    assert store.delete_ref("nightly")
+    assert store.list_refs() == {}
+
+
+@pytest.mark.parametrize(("name", "target"), [("../x", "a" * 32), ("ok", "../../etc")])
+def test_illegal_refs_raise_a_coded_error(store: CacheStore, name: str, target: str) -> None:
+    with pytest.raises(CacheError) as caught:
+        store.set_ref(name, [target])
+    assert caught.value.code == "cache_invalid_name"
+
+
+def test_writes_leave_no_staging_files(store: CacheStore) -> None:
+    _blob_action(store, b"one")
+    store.set_ref("r", [f"run/{KEY}"])
+    assert list(store.tmp.iterdir()) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,26 +67,42 @@ _UniqueKeyLoader.add_constructor(
 )
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 MAX_DEPTH = 64
+MAX_NODES = 100_000
+NON_FINITE = "the value is not a finite number (.nan and .inf are not allowed)"
 
 
-def _plain_problem(value: Any, path: str, depth: int = 0) -> tuple[str, str] | None:
-    """The first place where a document is not plain JSON data (or nests too deeply)."""
+class _Budget:
+    """Counts visited values so that an alias bomb is refused before it is expanded further."""
+
+    def __init__(self) -> None:
+        self.left = MAX_NODES
+
+
+def _plain_problem(
+    value: Any, path: str, budget: _Budget, depth: int = 0
+) -> tuple[str, str] | None:
+    """The first place where a document is not plain, finite JSON data (or is too big)."""
+    budget.left -= 1
+    if budget.left < 0:
+        return path, f"the document expands to more than {MAX_NODES} values (YAML aliases?)"
     if depth > MAX_DEPTH:
         return path, f"nesting deeper than {MAX_DEPTH} levels"
     if isinstance(value, dict):
         for key, child in value.items():
             if not isinstance(key, str):
                 return path, f"the key {key!r} is not a string"
-            problem = _plain_problem(child, f"{path}.{key}" if path else key, depth + 1)
+            problem = _plain_problem(child, f"{path}.{key}" if path else key, budget, depth + 1)
             if problem:
                 return problem
         return None
     if isinstance(value, list):
         for index, child in enumerate(value):
-            problem = _plain_problem(child, f"{path}[{index}]", depth + 1)
+            problem = _plain_problem(child, f"{path}[{index}]", budget, depth + 1)
             if problem:
                 return problem
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, NON_FINITE
     if value is None or isinstance(value, str | bool | int | float):
         return None
     return path, f"a {type(value).__name__} value is not allowed (only JSON-like data)"
@@ -135,9 +152,10 @@ def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
         raise ConfigError(
             "invalid_yaml", f"the top level must be a mapping, found {kind}", file=display
         )
-    problem = _plain_problem(document, "")
+    problem = _plain_problem(document, "", _Budget())
     if problem is not None:
-        raise ConfigError("invalid_yaml", problem[1], file=display, field=problem[0] or None)
+        code = "invalid_value" if problem[1] == NON_FINITE else "invalid_yaml"
+        raise ConfigError(code, problem[1], file=display, field=problem[0] or None)
     return document
 
 

@@ -61,7 +61,7 @@ def find_literal_secret(document: Any) -> str | None:
     """
     for path, key, value in _walk(document, ""):
         if key and looks_like_secret_value(key):
-            return path
+            return path[: len(path) - len(key)] + "<redacted key>"
         if isinstance(value, str) and value and not is_reference(value):
             if key and looks_like_secret_key(key):
                 return path

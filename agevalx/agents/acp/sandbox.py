@@ -26,7 +26,7 @@ from agevalx.agents.base import AgentError, Container
 PID_MARKER = "ageval-pid "
 """Prefix of the first stdout line of every wrapped process."""
 
-_PID_WRAPPER = 'echo "ageval-pid $$"; exec "$@"'
+_ANNOUNCE_PID = 'echo "ageval-pid $$"; '
 _KILL_GROUP = 'kill -s KILL -- "-$1" 2>/dev/null || kill -s KILL -- "$1" 2>/dev/null; true'
 _HAS_BASH = "command -v bash >/dev/null 2>&1"
 
@@ -73,6 +73,10 @@ class LaunchRequest:
     """Variables whose values must never show on a command line."""
     stdin: bool = False
     report_pid: bool = False
+    """Announce the pid as the first stdout line (see `parse_pid_line`)."""
+    merge_stderr: bool = False
+    """Send stderr to stdout inside the sandbox, so their order is kept (docker exec
+    carries the two streams apart and may reorder them)."""
 
 
 SandboxFactory = Callable[[Container], "Sandbox"]
@@ -108,11 +112,11 @@ class Sandbox(ABC):
         """Write `files` (relative names) under the absolute sandbox `directory`."""
 
     async def start(
-        self, request: LaunchRequest, *, merge_stderr: bool = False, limit: int = 2**16
+        self, request: LaunchRequest, *, limit: int = 2**16
     ) -> asyncio.subprocess.Process:
-        """Start `request` with piped stdio (stderr merged into stdout if asked)."""
+        """Start `request` with piped stdio."""
         spec = self.spec(request)
-        stderr = asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE
+        stderr = asyncio.subprocess.STDOUT if request.merge_stderr else asyncio.subprocess.PIPE
         return await asyncio.create_subprocess_exec(
             *spec.argv,
             stdin=asyncio.subprocess.PIPE if request.stdin else asyncio.subprocess.DEVNULL,
@@ -152,9 +156,11 @@ class Sandbox(ABC):
         return "bash" if result.returncode == 0 else "sh"
 
     def _wrapped(self, request: LaunchRequest) -> list[str]:
-        if request.report_pid:
-            return ["sh", "-c", _PID_WRAPPER, "ageval-wrapper", *request.argv]
-        return list(request.argv)
+        if not (request.report_pid or request.merge_stderr):
+            return list(request.argv)
+        script = _ANNOUNCE_PID if request.report_pid else ""
+        script += 'exec "$@" 2>&1' if request.merge_stderr else 'exec "$@"'
+        return ["sh", "-c", script, "ageval-wrapper", *request.argv]
 
 
 class DockerSandbox(Sandbox):

@@ -100,9 +100,14 @@ class Terminal:
     ) -> Terminal:
         """Start `argv` in `cwd` inside the sandbox, stderr merged into stdout."""
         request = LaunchRequest(
-            argv=argv, workdir=cwd, env=env, secrets=secrets or {}, report_pid=True
+            argv=argv,
+            workdir=cwd,
+            env=env,
+            secrets=secrets or {},
+            report_pid=True,
+            merge_stderr=True,
         )
-        process = await sandbox.start(request, merge_stderr=True)
+        process = await sandbox.start(request)
         return cls(terminal_id, display, cwd, process, sandbox, output_limit)
 
     @property

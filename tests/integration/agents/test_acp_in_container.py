@@ -28,7 +28,7 @@ def test_every_step_type_runs_in_the_container(attempt: ContainerRun) -> None:
             {"message": "working"},
             {"write_file": {"path": "notes/plan.md", "content": "step one\nstep two\n"}},
             {"read_file": {"path": "notes/plan.md", "line": 2}},
-            {"terminal": "cat notes/plan.md | wc -l; exit 2"},
+            {"terminal": "cat notes/plan.md | wc -l; echo warn >&2; exit 2"},
             {
                 "terminal": {
                     "command": "sh",
@@ -52,7 +52,7 @@ def test_every_step_type_runs_in_the_container(attempt: ContainerRun) -> None:
     reports = {report["step"]: report["result"] for report in attempt.step_results()}
     assert reports[3] == {"result": {"content": "step two\n"}}
     assert reports[4]["exit"] == {"exitCode": 2}
-    assert reports[4]["output"]["output"] == "2\n"
+    assert reports[4]["output"]["output"] == "2\nwarn\n"
     assert reports[5]["output"]["output"] == "terminal in /attempt/workspace/notes\n"
     assert reports[6]["result"]["outcome"] == {"outcome": "selected", "optionId": "allow"}
     assert reports[8]["error"]["code"] == -32601

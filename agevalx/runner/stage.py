@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import shutil
 import threading
@@ -23,13 +24,11 @@ from agevalx.agents.base import (
 from agevalx.cache.manifest import OutputRef
 from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import resolve_reference
+from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.container import (
-    PRIVATE,
-    WORKSPACE,
     AttemptContainer,
     ContainerSpec,
 )
-from agevalx.environments.engine import EnvironmentFailure, client
 from agevalx.errors import AgevalError
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
@@ -107,54 +106,17 @@ def _unlocked_settings(
     return cap_add, {str(k): str(v) for k, v in environment.items()}
 
 
-def _check_gpus(spec: ContainerSpec) -> None:
-    if not spec.gpus:
-        return
-    runtimes = client().info().get("Runtimes", {})
-    if "nvidia" not in runtimes:
-        raise EnvironmentFailure(
-            "environment_gpu_unavailable",
-            f"the task needs {spec.gpus} GPU(s) and this Docker engine has none",
-            hint="run on a machine with GPUs and the NVIDIA container runtime",
-        )
-
-
 def start_environment(
     node: Node, lock: dict[str, Any], task_dir: Path, image: str, profiles: Path | None
-) -> AttemptContainer:
-    """Environment stage: container, task data, setup.sh, within environment_seconds."""
-    deadline = time.monotonic() + lock["task"]["limits"]["environment_seconds"]
+) -> AttemptEnvironment:
+    """Environment stage: sidecars, container, task data, setup.sh."""
     cap_add, environment = _unlocked_settings(task_dir, profiles)
-    base = _container_spec(node, lock, image)
-    spec = ContainerSpec(
-        **{**base.__dict__, "cap_add": cap_add, "environment": tuple(environment.items())}
+    spec = dataclasses.replace(
+        _container_spec(node, lock, image),
+        cap_add=cap_add,
+        environment=tuple(environment.items()),
     )
-    _check_gpus(spec)
-    container = AttemptContainer.start(spec)
-    try:
-        if (task_dir / "data").is_dir():
-            container.put_directory(task_dir / "data", f"{WORKSPACE}/data")
-        setup = task_dir / "environment" / "setup.sh"
-        if setup.is_file():
-            container.put_files(PRIVATE, {"setup.sh": (setup.read_bytes(), 0o755)})
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise EnvironmentFailure("environment_timeout", "environment_seconds ran out")
-            result = container.exec(f"sh {PRIVATE}/setup.sh", timeout=remaining)
-            if result.timed_out or time.monotonic() > deadline:
-                raise EnvironmentFailure(
-                    "environment_timeout", "environment/setup.sh outlived environment_seconds"
-                )
-            if result.exit_code != 0:
-                raise EnvironmentFailure(
-                    "setup_failed",
-                    f"environment/setup.sh exited with {result.exit_code}",
-                    hint=result.output.strip()[-500:] or None,
-                )
-    except BaseException:
-        container.remove()
-        raise
-    return container
+    return AttemptEnvironment.start(spec, task_dir, lock["task"]["limits"]["environment_seconds"])
 
 
 class _Invoker:
@@ -324,7 +286,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     clock = StageClock()
     started = time.monotonic()
     profiles = context.plan.profiles_path
-    container = start_environment(node, lock, task_dir, image_reference(context, node), profiles)
+    environment = start_environment(node, lock, task_dir, image_reference(context, node), profiles)
+    container = environment.container
     clock.add("environment", started)
     try:
         limits = lock["task"]["limits"]
@@ -350,7 +313,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         final = snapshot(container, context.store)
         committed = container.commit(COMMITTED_REPOSITORY, node.key)
     finally:
-        container.remove()
+        environment.close()
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)
     with context.store.in_use():
         outputs = {

@@ -157,3 +157,14 @@ def test_no_container_is_left_behind(copy_dataset, capsys) -> None:
     run_json(capsys, str(dataset), "--task", "setup-fails", "--task", "echo-pass")
     mine = {"label": f"ageval.session={SESSION}"}
     assert client().containers.list(all=True, filters=mine) == []
+
+
+@pytest.mark.parametrize("task", ["sidecar", "shared-net"])
+def test_compose_sidecars_are_reachable_and_removed(copy_dataset, capsys, task) -> None:
+    dataset = copy_dataset(RUNCASES)
+    code, document = run_json(capsys, str(dataset), "--task", task)
+    result = document["results"][0]
+    assert code == 0 and result["status"] == "PASS", result
+    networks = client().networks.list(filters={"name": "ageval-"})
+    assert not [n for n in networks if n.name.endswith("_default")]
+    assert client().containers.list(all=True, filters={"label": "com.docker.compose.project"}) == []

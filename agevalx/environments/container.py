@@ -109,10 +109,24 @@ class AttemptContainer:
                 "environment_start_failed", f"cannot start the container: {exc.explanation}"
             ) from None
         started = cls(container)
-        started.exec(f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}", user="root")
-        if spec.user:
-            started.exec(f"chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}", user="root")
+        try:
+            started.root_exec(f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}")
+            if spec.user:
+                started.root_exec(f"chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}")
+        except BaseException:
+            started.remove()
+            raise
         return started
+
+    def root_exec(self, command: str) -> None:
+        """A setup command run as root from `/`; failing is an environment failure."""
+        result = self.exec(command, workdir="/", user="root")
+        if result.exit_code != 0:
+            raise EnvironmentFailure(
+                "environment_start_failed",
+                f"`{command}` failed in the container (exit {result.exit_code})",
+                hint=result.output.strip()[-500:] or None,
+            )
 
     def exec(
         self,
@@ -155,7 +169,7 @@ class AttemptContainer:
         self._put(parent or "/", tar_directory(source, name))
 
     def put_files(self, destination: str, files: dict[str, tuple[bytes, int]]) -> None:
-        self.exec(f"mkdir -p {shlex.quote(destination)}", user="root")
+        self.root_exec(f"mkdir -p {shlex.quote(destination)}")
         self._put(destination, tar_files(files))
 
     def _put(self, parent: str, data: bytes) -> None:

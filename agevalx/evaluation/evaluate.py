@@ -42,7 +42,7 @@ def _restore(container: AttemptContainer, context: ExecutionContext, run: Action
         for name, path in (("workspace", WORKSPACE), ("home", HOME)):
             local = Path(scratch) / name
             context.store.restore_tree(run.outputs[name].digest, local)
-            container.exec(f"rm -rf {path} && mkdir -p /attempt", user="root")
+            container.root_exec(f"rm -rf {path} && mkdir -p /attempt")
             container.put_directory(local, path)
 
 

@@ -53,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()  # type: ignore[attr-defined]
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
-        render_error(AgevalError("interrupted", "interrupted"), as_json=as_json)
+        interrupted = AgevalError(
+            "interrupted",
+            "interrupted; containers were removed and finished work is kept in the cache",
+            hint="run the same command again to continue where it stopped",
+        )
+        render_error(interrupted, as_json=as_json)
         return 130
     except AgevalError as exc:
         render_error(exc, as_json=as_json)

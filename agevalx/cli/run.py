@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Annotated, Any, Optional
 
 import typer
@@ -18,8 +17,8 @@ from agevalx.cli.options import (
     TaskOption,
     open_store,
 )
-from agevalx.cli.render import print_json, stderr, stdout
-from agevalx.graph.execute import NodeReport
+from agevalx.cli.progress import JobProgress
+from agevalx.cli.render import print_json, stdout
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.run import RunOutcome, RunRequest
 from agevalx.operations.run import run as run_attempts
@@ -71,17 +70,6 @@ def _recap(outcome: RunOutcome) -> None:
         )
 
 
-def _progress(interactive: bool) -> Any:
-    started = time.monotonic()
-
-    def show(report: NodeReport) -> None:
-        if report.outcome == "computed" or report.outcome == "failed":
-            elapsed = time.monotonic() - started
-            stderr.print(f"[{elapsed:6.1f}s] {report.outcome:<8} {report.node.id}", markup=False)
-
-    return show if interactive else None
-
-
 def run(
     dataset: DatasetArgument,
     task: TaskOption = None,
@@ -116,7 +104,17 @@ def run(
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_store(cache_dir) as store:
-        outcome = run_attempts(request, store, on_progress=_progress(interactive))
+        if interactive:
+            with JobProgress() as progress:
+                outcome = run_attempts(
+                    request,
+                    store,
+                    on_progress=progress.finish,
+                    on_start=progress.start,
+                    on_plan=progress.planned,
+                )
+        else:
+            outcome = run_attempts(request, store)
     if interactive:
         _recap(outcome)
     else:

@@ -56,6 +56,8 @@ class NodeReport:
     node: Node
     outcome: Outcome
     error: AgevalError | None = None
+    action: ActionManifest | None = None
+    """The node's cached result, when it was reused or computed."""
 
     def to_dict(self) -> dict[str, Any]:
         data = {**self.node.summary(), "outcome": self.outcome}
@@ -106,11 +108,13 @@ class _Scheduler:
         executors: Mapping[str, Executor],
         workers: int,
         on_progress: Callable[[NodeReport], None] | None,
+        on_start: Callable[[Node], None] | None = None,
     ) -> None:
         self.context = context
         self.graph = context.plan.graph
         self.executors = executors
         self.on_progress = on_progress
+        self.on_start = on_start
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
         self.reports: dict[str, NodeReport] = {}
         self.waiting = {name: set(self.graph.predecessors(name)) for name in self.graph.nodes}
@@ -148,9 +152,11 @@ class _Scheduler:
             if action is not None:
                 with self.context.lock:
                     self.context.results[name] = action
-                self.finish(name, NodeReport(node, "reused"))
+                self.finish(name, NodeReport(node, "reused", action=action))
                 return
         executor = self.executors.get(node.kind)
+        if self.on_start is not None:
+            self.on_start(node)
         self.running[self.pool.submit(_run_one, node, executor, self.context)] = name
 
     def collect(self, future: Future[ActionManifest]) -> None:
@@ -167,7 +173,7 @@ class _Scheduler:
             return
         with self.context.lock:
             self.context.results[name] = manifest
-        self.finish(name, NodeReport(node, "computed"))
+        self.finish(name, NodeReport(node, "computed", action=manifest))
 
     def run(self) -> None:
         self.start_ready()
@@ -186,6 +192,7 @@ def execute(
     workers: int = 1,
     on_progress: Callable[[NodeReport], None] | None = None,
     on_interrupt: Callable[[], object] | None = None,
+    on_start: Callable[[Node], None] | None = None,
 ) -> ExecutionReport:
     """Compute every missing node of `plan`; reuse the cached ones.
 
@@ -193,7 +200,7 @@ def execute(
     executors fail fast), queued nodes are cancelled, and the interrupt propagates.
     """
     context = ExecutionContext(plan=plan, store=store)
-    scheduler = _Scheduler(context, executors, workers, on_progress)
+    scheduler = _Scheduler(context, executors, workers, on_progress, on_start)
     try:
         scheduler.run()
     except KeyboardInterrupt:

@@ -196,8 +196,7 @@ class VerifierConfig(BaseModel):
         shared = self.environment_mode == VerifierEnvironmentMode.SHARED
         if shared and self.environment is not None:
             raise ValueError(
-                "[verifier].environment_mode='shared' is incompatible with "
-                "[verifier.environment]"
+                "[verifier].environment_mode='shared' is incompatible with [verifier.environment]"
             )
         return self
 
@@ -376,7 +375,6 @@ class JobVerifier(BaseModel):
     max_timeout_sec: float | None = None
     env: dict[str, str] = Field(default_factory=dict)
     import_path: str | None = None
-    kwargs: dict[str, Any] = Field(default_factory=dict)
     disable: bool = False
     include_logs: list[str] = Field(default_factory=list)
     exclude_logs: list[str] = Field(default_factory=list)

@@ -15,6 +15,7 @@ from agevalx.evaluation.evaluate import execute_evaluate
 from agevalx.fsutil import atomic_write
 from agevalx.graph.execute import ExecutionReport, Executor, NodeReport, execute
 from agevalx.graph.journal import record
+from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan, PlanRequest, plan
 from agevalx.images.build import execute_image, image_still_present
 from agevalx.lockfile import BindingRequest
@@ -98,6 +99,8 @@ def run(
     request: RunRequest,
     store: CacheStore,
     on_progress: Callable[[NodeReport], None] | None = None,
+    on_start: Callable[[Node], None] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> RunOutcome:
     """Run (or reuse) every attempt of the request and write result.json / summary.json."""
     if request.k < 1:
@@ -114,6 +117,8 @@ def run(
         store,
     )
     _revalidate_images(planned)
+    if on_plan is not None:
+        on_plan(planned)
     workers = request.workers or planned.dataset.config.defaults.max_concurrent_tasks
     try:
         report = execute(
@@ -123,6 +128,7 @@ def run(
             workers=workers,
             on_progress=on_progress,
             on_interrupt=remove_session_containers,
+            on_start=on_start,
         )
     finally:
         remove_session_containers()

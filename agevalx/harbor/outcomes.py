@@ -1,0 +1,94 @@
+"""What running a verifier, a healthcheck or the oracle produced."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.harbor.rewards import Rewards
+
+Severity = Literal["none", "warning", "error", "fatal"]
+
+VERIFIER_RESULT_INVALID = "verifier_result_invalid"
+VERIFIER_TIMEOUT = "verifier_timeout"
+VERIFIER_FAILED = "verifier_failed"
+VERIFIER_SANDBOX_FAILED = "verifier_sandbox_failed"
+VERIFIER_DISABLED = "verifier_disabled"
+
+
+class VerifierStatus(StrEnum):
+    """How a verification ended."""
+
+    OK = "ok"
+    """test.sh ran and left a valid reward."""
+    INVALID = "invalid"
+    """test.sh ran but the reward is missing, empty or not numeric (WARNING: scored 0)."""
+    TIMEOUT = "timeout"
+    """The verifier ran out of time; no reward is read (WARNING: scored 0, as Harbor's
+    VerifierTimeoutError, which Harbor groups with the invalid-reward errors)."""
+    DISABLED = "disabled"
+    """The job config disables verification: the task completes without a score."""
+    ERROR = "error"
+    """The verifier could not run (no tests/test.sh, an unset `${VAR}`): no score."""
+    FATAL = "fatal"
+    """The sandbox failed (exec, file transfer): the attempt is retried or the run fails."""
+
+
+_SEVERITY: dict[VerifierStatus, Severity] = {
+    VerifierStatus.OK: "none",
+    VerifierStatus.DISABLED: "none",
+    VerifierStatus.INVALID: "warning",
+    VerifierStatus.TIMEOUT: "warning",
+    VerifierStatus.ERROR: "error",
+    VerifierStatus.FATAL: "fatal",
+}
+
+
+class VerifierOutcome(BaseModel):
+    """The result of `run_verifier`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: VerifierStatus
+    code: str | None = None
+    """`verifier_result_invalid`, `verifier_timeout`, `verifier_failed`,
+    `verifier_sandbox_failed`, `verifier_disabled` or a task failure code."""
+    message: str | None = None
+    rewards: Rewards | None = None
+    """Every reward key, as read (set only when `status` is ok)."""
+    reward_file: Literal["reward.json", "reward.txt"] | None = None
+    exit_code: int | None = None
+    """test.sh's exit code: recorded, never used for scoring."""
+    test_output: str = ""
+    """The end of /logs/verifier/test-stdout.txt (stdout and stderr of test.sh)."""
+    duration_sec: float = 0.0
+
+    @property
+    def severity(self) -> Severity:
+        return _SEVERITY[self.status]
+
+
+class OracleOutcome(BaseModel):
+    """The result of `run_oracle`: a non-zero exit is a result, not an error."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exit_code: int | None
+    """solve.sh's exit code; `None` when it did not run (see `error`)."""
+    timed_out: bool = False
+    output: str = ""
+    """The end of /logs/agent/oracle.txt (solve.sh's stdout and stderr)."""
+    error: str | None = None
+    """`harbor_solution_missing` when the task has no solution/solve.sh."""
+    duration_sec: float = 0.0
+
+
+class HealthcheckResult(BaseModel):
+    """A passed healthcheck (a failed one raises `harbor_healthcheck_failed`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    checks: int
+    """Commands run; 0 when the task declares no healthcheck."""

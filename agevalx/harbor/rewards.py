@@ -1,0 +1,61 @@
+"""Parsing /logs/verifier/reward.json and reward.txt exactly as Harbor's `Verifier` does."""
+
+from __future__ import annotations
+
+import json
+import math
+
+Rewards = dict[str, float | int]
+
+
+class InvalidReward(Exception):
+    """The reward file exists but holds no valid reward (Harbor: empty or parse error)."""
+
+
+def _text(data: bytes, name: str) -> str:
+    if not data:
+        raise InvalidReward(f"{name} is empty")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidReward(f"{name} is not UTF-8 text") from None
+
+
+def parse_reward_text(data: bytes) -> Rewards:
+    """`float(text)` (Python's float syntax, surrounding whitespace allowed), finite."""
+    text = _text(data, "reward.txt")
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidReward(f"reward.txt is not a number: {text[:80]!r}") from None
+    if not math.isfinite(value):
+        raise InvalidReward(f"reward.txt holds a non-finite reward {value!r}")
+    return {"reward": value}
+
+
+def _number(key: str, value: object) -> float | int:
+    # bool is an int to Harbor's check, and its result model turns it into a float.
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidReward(f"reward.json: {key} is non-finite ({value!r})")
+        return value
+    raise InvalidReward(f"reward.json: {key} is not a number ({value!r})")
+
+
+def parse_reward_json(data: bytes) -> Rewards:
+    """A JSON object whose every value is a finite number (NaN, Infinity, 1e309 refused).
+
+    Anything but an object is refused: Harbor's result model accepts only a mapping.
+    """
+    text = _text(data, "reward.json")
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise InvalidReward("reward.json is not valid JSON") from None
+    if not isinstance(document, dict):
+        raise InvalidReward(f"reward.json is not an object: {text[:80]!r}")
+    return {str(key): _number(str(key), value) for key, value in document.items()}

@@ -84,6 +84,16 @@ def run(
         Optional[int],  # noqa: UP045 - typer needs Optional here
         typer.Option(min=1, help="Attempts at once (default: defaults.max_concurrent_tasks)."),
     ] = None,
+    resume: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Continue an interrupted attempt (its id), keeping the id."),
+    ] = None,
+    keep_recovery_state: Annotated[
+        bool,
+        typer.Option(
+            "--keep-recovery-state", help="Keep the checkpoints of sealed attempts (fork, replay)."
+        ),
+    ] = False,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -101,6 +111,8 @@ def run(
         binding=BindingRequest(agent=agent, model=model, profiles=profiles),
         fresh=fresh,
         workers=max_concurrent,
+        resume=resume,
+        keep_recovery_state=keep_recovery_state,
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_store(cache_dir) as store:

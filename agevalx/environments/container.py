@@ -228,6 +228,18 @@ class AttemptContainer:
             pass
 
 
+def find_container(container_id: str | None) -> AttemptContainer | None:
+    """An existing container by id, or None."""
+    if not container_id:
+        return None
+    try:
+        return AttemptContainer(client().containers.get(container_id))
+    except docker.errors.NotFound:
+        return None
+    except docker.errors.APIError as exc:
+        raise EnvironmentFailure("docker_unavailable", f"docker failed: {exc}") from None
+
+
 def remove_session_containers() -> int:
     """Remove every container this process started (after Ctrl-C or a crash)."""
     removed = 0

@@ -8,7 +8,6 @@ and task files enter it only now, after the run stage. /tmp is a tmpfs of evalua
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from agevalx.environments.container import HOME, PRIVATE, WORKSPACE, AttemptCont
 from agevalx.environments.engine import EnvironmentFailure, image_exists
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.runner.snapshot import restore
 
 RUNNER = Path(__file__).with_name("runner_script.py")
 TASK_COPY = f"{PRIVATE}/task"
@@ -37,21 +37,12 @@ def _task_image(context: ExecutionContext, node: Node) -> str:
     return str(json.loads(context.store.get_bytes(action.outputs["image"].digest))["reference"])
 
 
-def _restore(container: AttemptContainer, context: ExecutionContext, run: ActionManifest) -> None:
-    with tempfile.TemporaryDirectory(prefix="ageval-restore-") as scratch:
-        for name, path in (("workspace", WORKSPACE), ("home", HOME)):
-            local = Path(scratch) / name
-            context.store.restore_tree(run.outputs[name].digest, local)
-            container.root_exec(f"rm -rf {path} && mkdir -p /attempt")
-            container.put_directory(local, path)
-
-
 def scoring_container(
     context: ExecutionContext, node: Node, run: ActionManifest, lock: dict[str, Any]
 ) -> AttemptContainer:
     committed = run.meta.get("committed_image")
-    restore = not (isinstance(committed, str) and image_exists(committed))
-    image = _task_image(context, node) if restore else str(committed)
+    from_snapshots = not (isinstance(committed, str) and image_exists(committed))
+    image = _task_image(context, node) if from_snapshots else str(committed)
     host = lock["binding"]["evaluate_host"]["environment_options"]
     spec = ContainerSpec(
         image=image,
@@ -62,9 +53,14 @@ def scoring_container(
         platform=host.get("platform"),
     )
     container = AttemptContainer.start(spec)
-    if restore:
+    if from_snapshots:
         try:
-            _restore(container, context, run)
+            restore(
+                container,
+                context.store,
+                run.outputs["workspace"].digest,
+                run.outputs["home"].digest,
+            )
         except BaseException:
             container.remove()
             raise

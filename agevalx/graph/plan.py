@@ -43,6 +43,8 @@ class PlanRequest:
     sample: int = 0
     kinds: frozenset[str] | None = None
     """Plan only these kinds (and what they need); all when None."""
+    attempts: tuple[int, ...] | None = None
+    """Plan only these attempt indices (a resume); 0..k-1 when None."""
 
 
 @dataclass
@@ -176,8 +178,10 @@ class _Planner:
         if rule.scope == "task":
             return [(task_id, None) for task_id in self.task_ids]
         if rule.scope == "attempt":
-            return [(t, a) for t in self.task_ids for a in range(self.request.k)]
-        if rule.scope == "job" and (self.request.k > 1 or len(self.task_ids) > 1):
+            indices = self.request.attempts or tuple(range(self.request.k))
+            return [(t, a) for t in self.task_ids for a in indices]
+        is_job = self.request.k > 1 or len(self.task_ids) > 1
+        if rule.scope == "job" and is_job and self.request.attempts is None:
             return [(None, None)]
         return []
 

@@ -19,7 +19,12 @@ RULES_DIRS = (
     Path(__file__).resolve().parent.parent.parent / "rules",  # a source checkout
     Path(__file__).resolve().parent.parent / "_rules",  # an installed wheel
 )
-PACKAGE_INPUTS = {"pins": Path(__file__).resolve().parent.parent / "config" / "pins.yaml"}
+_PACKAGE = Path(__file__).resolve().parent.parent
+PACKAGE_INPUTS = {
+    "pins": _PACKAGE / "config" / "pins.yaml",
+    "scripted_agent": _PACKAGE / "agents" / "scripted" / "agent.py",
+    "evaluator_runner": _PACKAGE / "evaluation" / "runner_script.py",
+}
 REQUEST_INPUTS = frozenset(
     {"agent", "model", "attempt", "sample", "k", "tasks", "step_action", "source", "checkpoint"}
 )

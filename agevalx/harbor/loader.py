@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agevalx.harbor.resolve import TaskContext, resolve_task
-
 from agevalx.harbor import errors
 from agevalx.harbor.errors import HarborError, HarborWarning
 from agevalx.harbor.jobconfig import (
@@ -30,6 +28,7 @@ from agevalx.harbor.jobconfig import (
     unapplied_fields,
 )
 from agevalx.harbor.models import JobConfig, JobDataset
+from agevalx.harbor.resolve import TaskContext, resolve_task
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, RunOverrides
 from agevalx.harbor.taskdir import is_harbor_task
 

@@ -207,7 +207,6 @@ def harbor_pass_at_k(trials: Iterable[tuple[str, Rewards | None]]) -> dict[int, 
         return {}
     fewest = min(len(values) for values in successes.values())
     return {
-        k: sum(_pass_at_k_for_task(len(v), sum(v), k) for v in successes.values())
-        / len(successes)
+        k: sum(_pass_at_k_for_task(len(v), sum(v), k) for v in successes.values()) / len(successes)
         for k in _eligible_k(fewest)
     }

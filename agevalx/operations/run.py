@@ -20,6 +20,7 @@ from agevalx.graph.plan import Plan, PlanRequest, plan
 from agevalx.images.build import execute_image, image_still_present
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import execute_lock, write_lock_view
+from agevalx.operations.recovery import check_resumable, mark_resume, write_checkpoint_index
 from agevalx.results.build import attempt_result, attempts_of, execute_summary, job_summary
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
@@ -45,6 +46,10 @@ class RunRequest:
     binding: BindingRequest = field(default_factory=BindingRequest)
     fresh: bool = False
     workers: int | None = None
+    resume: str | None = None
+    """Continue this interrupted attempt (keeping its id)."""
+    keep_recovery_state: bool = False
+    """Keep checkpoints/ (the cut points) after the attempt is sealed."""
 
 
 @dataclass
@@ -105,17 +110,21 @@ def run(
     """Run (or reuse) every attempt of the request and write result.json / summary.json."""
     if request.k < 1:
         raise UsageError("invalid_k", "-k must be at least 1", field="-k")
+    attempts = check_resumable(request) if request.resume else None
     sample = _sample(request.dataset, request.fresh)
     planned = plan(
         PlanRequest(
             dataset=request.dataset,
             tasks=request.tasks,
-            k=request.k,
+            k=max(attempts) + 1 if attempts else request.k,
             binding=request.binding,
             sample=sample,
+            attempts=attempts,
         ),
         store,
     )
+    if request.resume:
+        mark_resume(planned, request.resume)
     _revalidate_images(planned)
     if on_plan is not None:
         on_plan(planned)
@@ -132,10 +141,12 @@ def run(
         )
     finally:
         remove_session_containers()
-    return _write_views(planned, store, report)
+    return _write_views(planned, store, report, request.keep_recovery_state)
 
 
-def _write_views(planned: Plan, store: CacheStore, report: ExecutionReport) -> RunOutcome:
+def _write_views(
+    planned: Plan, store: CacheStore, report: ExecutionReport, keep_recovery_state: bool
+) -> RunOutcome:
     actions = {item.node.id: item.node.action for item in report.nodes if item.node.action}
     actions.update(report.actions)
     outcomes = {item.node.id: item.outcome for item in report.nodes}
@@ -151,7 +162,10 @@ def _write_views(planned: Plan, store: CacheStore, report: ExecutionReport) -> R
     results = []
     for task_id, attempt in attempts_of(planned):
         result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
-        _write_attempt_views(planned, store, result, actions.get(f"run:{task_id}#{attempt}"))
+        run_action = actions.get(f"run:{task_id}#{attempt}")
+        _write_attempt_views(planned, store, result, run_action)
+        if keep_recovery_state and run_action is not None:
+            write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)
         results.append(result)
     summary, path = None, None
     if "summary:job" in planned.graph:

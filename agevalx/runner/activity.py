@@ -80,6 +80,10 @@ class ActivityJournal:
                 break  # a torn last line from a crash: everything before it is intact
         return records
 
+    def reset_sequence(self, seq: int) -> None:
+        with self._lock:
+            self._seq = seq
+
     def append(self, type: RecordType, **fields: Any) -> ActivityRecord:
         if isinstance(fields.get("output"), str):
             fields["output"] = fields["output"][-OUTPUT_KEEP:]

@@ -13,6 +13,7 @@ from agevalx.agents.base import InvocationResult
 from agevalx.environments.container import WORKSPACE, AttemptContainer, ExecResult
 from agevalx.errors import AgevalError
 from agevalx.runner.activity import ActivityJournal
+from agevalx.runner.recovery import Replayer, recorded_usage
 
 
 class QuotaExhausted(Exception):
@@ -56,6 +57,7 @@ class RunContext:
         journal: ActivityJournal,
         quotas: Quotas,
         invoker: Invoker,
+        replayer: Replayer | None = None,
     ) -> None:
         self.params = params
         """task.yaml's `parameters`."""
@@ -66,6 +68,7 @@ class RunContext:
         self._journal = journal
         self._quotas = quotas
         self._invoker = invoker
+        self._replayer = replayer or Replayer([])
         self._count_lock = threading.Lock()
         self.closed = False
 
@@ -90,6 +93,14 @@ class RunContext:
         self._guard()
         if role not in self.roles:
             raise AgevalError("unknown_role", f"the task has no role {role!r}: {self.roles}")
+        recorded = self._replayer.next("invocation", role=role)
+        if recorded is not None:  # completed before an interruption: not called again
+            return InvocationResult(
+                stop_reason=str(recorded.detail.get("stop_reason", "end_turn")),
+                output=recorded.output or "",
+                exit_code=recorded.exit_code,
+                usage=recorded_usage(recorded),
+            )
         with self._count_lock:
             allowed = self._quotas.invocations_allowed
             if allowed is not None and self._quotas.invocations_used >= allowed:
@@ -103,6 +114,9 @@ class RunContext:
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
         """Run a shell command in /attempt/workspace; recorded as a terminal action."""
         self._guard()
+        recorded = self._replayer.next("exec", command=command)
+        if recorded is not None:
+            return ExecResult(exit_code=recorded.exit_code or 0, output=recorded.output or "")
         budget = self._quotas.remaining()
         result = self._container.exec(command, timeout=min(timeout or budget, budget))
         self._journal.append(
@@ -116,6 +130,8 @@ class RunContext:
         relative = PurePosixPath(path)
         if relative.is_absolute() or ".." in relative.parts:
             raise AgevalError("invalid_path", f"{path!r} must stay inside the workspace")
+        if self._replayer.next("file_write", path=f"{WORKSPACE}/{relative.as_posix()}"):
+            return
         self._container.put_files(WORKSPACE, {relative.as_posix(): (content.encode(), 0o644)})
         self._journal.append("file_write", path=f"{WORKSPACE}/{relative.as_posix()}")
 

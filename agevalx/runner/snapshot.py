@@ -37,6 +37,16 @@ def snapshot(container: AttemptContainer, store: CacheStore) -> Snapshot:
     )
 
 
+def restore(container: AttemptContainer, store: CacheStore, workspace: str, home: str) -> None:
+    """Replace /attempt/workspace and /attempt/home with cached snapshots."""
+    with tempfile.TemporaryDirectory(prefix="ageval-restore-") as scratch:
+        for digest, path in ((workspace, WORKSPACE), (home, HOME)):
+            local = Path(scratch) / path.rsplit("/", 1)[-1]
+            store.restore_tree(digest, local)
+            container.root_exec(f"rm -rf {path} && mkdir -p /attempt")
+            container.put_directory(local, path)
+
+
 def store_checkpoint(
     store: CacheStore, parent: tuple[str, str], step: dict[str, object], taken: Snapshot
 ) -> str:

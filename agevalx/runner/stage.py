@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import shutil
+import socket
 import threading
 import time
 import traceback
@@ -25,9 +27,11 @@ from agevalx.cache.manifest import OutputRef
 from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import resolve_reference
 from agevalx.environments.attempt import AttemptEnvironment
+from agevalx.environments.compose import compose_file
 from agevalx.environments.container import (
     AttemptContainer,
     ContainerSpec,
+    find_container,
 )
 from agevalx.errors import AgevalError
 from agevalx.graph.execute import ExecutionContext, NodeResult
@@ -37,7 +41,16 @@ from agevalx.images.build import image_reference
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
 from agevalx.runner.context import QuotaExhausted, Quotas, RunContext
-from agevalx.runner.snapshot import snapshot, store_checkpoint
+from agevalx.runner.recovery import (
+    AttemptRecord,
+    Replayer,
+    ResumePoint,
+    read_attempt,
+    resume_point,
+    set_aside,
+    write_attempt,
+)
+from agevalx.runner.snapshot import restore, snapshot, store_checkpoint
 
 COMMITTED_REPOSITORY = "ageval/run"
 
@@ -124,7 +137,9 @@ class _Invoker:
 
     def __init__(self, run: _RunState) -> None:
         self.run = run
-        self.checkpoint_parent = ("run", run.node.key)
+        self.checkpoint_parent = (
+            ("checkpoint", run.checkpoint) if run.checkpoint else ("run", run.node.key)
+        )
         self.lock = threading.Lock()
 
     def __call__(self, role: str, prompt: str, index: int) -> InvocationResult:
@@ -214,6 +229,9 @@ class _RunState:
     quotas: Quotas
     store: Any
     executors: dict[str, Executor]
+    replayer: Replayer = field(default_factory=lambda: Replayer([]))
+    checkpoint: str | None = None
+    """Key of the last checkpoint taken before this process (resume), if any."""
     transcript_lines: list[dict[str, Any]] = field(default_factory=list)
 
     def transcript(self, entry: dict[str, Any]) -> None:
@@ -245,6 +263,7 @@ def run_stage(state: _RunState) -> str | None:
         journal=state.journal,
         quotas=state.quotas,
         invoker=_Invoker(state),
+        replayer=state.replayer,
     )
     body = _load_run_py(state.task_dir) if state.lock["features"]["run_py"] else _default_run
     outcome: dict[str, BaseException] = {}
@@ -274,20 +293,70 @@ def run_stage(state: _RunState) -> str | None:
     ) from None
 
 
+def _environment(
+    node: Node,
+    context: ExecutionContext,
+    lock: dict[str, Any],
+    previous: AttemptRecord | None,
+    point: ResumePoint | None,
+) -> AttemptEnvironment:
+    """Re-attach the interrupted attempt's container when it is still aligned with the last
+    checkpoint; otherwise start a fresh environment and restore that checkpoint into it."""
+    task_dir = context.plan.dataset.tasks_dir / str(node.task_id)
+    existing = find_container(previous.container_id) if previous else None
+    checkpoint = point.checkpoint if point else None
+    if existing is not None:
+        aligned = point is not None and point.aligned and bool(checkpoint)
+        if aligned and existing.running() and compose_file(task_dir) is None:
+            return AttemptEnvironment(container=existing)
+        existing.remove()
+    image = image_reference(context, node)
+    environment = start_environment(node, lock, task_dir, image, context.plan.profiles_path)
+    if checkpoint:
+        try:
+            restore(
+                environment.container, context.store, checkpoint["workspace"], checkpoint["home"]
+            )
+        except BaseException:
+            environment.close()
+            raise
+    return environment
+
+
 def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
-    """Environment stage + run stage of one attempt; stores activity and final snapshots."""
+    """Environment stage + run stage of one attempt; stores activity and final snapshots.
+
+    With `node.payload["resume"]`, an interrupted attempt continues from its journal.
+    """
     assert node.task_id is not None and node.attempt is not None
     lock: dict[str, Any] = context.plan.node(f"lock:{node.task_id}").payload["lock"]
-    dataset = context.plan.dataset
-    task_dir = dataset.tasks_dir / node.task_id
-    directory = attempt_dir(dataset.root, attempt_id(node))
-    shutil.rmtree(directory, ignore_errors=True)
+    task_dir = context.plan.dataset.tasks_dir / node.task_id
+    directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
+    previous = read_attempt(directory) if node.payload.get("resume") else None
+    if previous is None:
+        shutil.rmtree(directory, ignore_errors=True)
     journal = ActivityJournal(directory / "activity.jsonl")
+    point = resume_point(journal, previous) if previous else None
+    if point is not None:
+        set_aside(journal, point)
+    record = AttemptRecord(
+        attempt_id=attempt_id(node),
+        task_id=node.task_id,
+        attempt=node.attempt,
+        run_key=node.key,
+        config_digest=lock["config_digest"],
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        container_id=previous.container_id if previous else None,
+        spent_seconds=point.spent_seconds if point else 0.0,
+    )
+    write_attempt(directory, record)
     clock = StageClock()
     started = time.monotonic()
-    profiles = context.plan.profiles_path
-    environment = start_environment(node, lock, task_dir, image_reference(context, node), profiles)
+    environment = _environment(node, context, lock, previous, point)
     container = environment.container
+    record.container_id, record.run_started = container.id, time.time()
+    write_attempt(directory, record)
     clock.add("environment", started)
     try:
         limits = lock["task"]["limits"]
@@ -298,12 +367,15 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             container=container,
             journal=journal,
             quotas=Quotas(
-                deadline=time.monotonic() + limits["wall_time_seconds"],
+                deadline=time.monotonic() + limits["wall_time_seconds"] - record.spent_seconds,
                 invocations_allowed=limits.get("agent_invocations"),
                 concurrency=threading.Semaphore(limits["agent_concurrency"]),
+                invocations_used=point.invocations_used if point else 0,
             ),
             store=context.store,
             executors=executors(),
+            replayer=Replayer.from_point(point),
+            checkpoint=(point.checkpoint or {}).get("key") if point else None,
         )
         started = time.monotonic()
         limit = run_stage(state)

@@ -35,7 +35,8 @@ from acp.schema import (
     PromptResponse,
     TextContentBlock,
 )
-from agevalx.agents import scripted
+from agevalx.agents import bundles, scripted
+from agevalx.agents.acp.bundled import AgentLaunch, bundled_launch
 from agevalx.agents.acp.channel import AgentProcess
 from agevalx.agents.acp.client import AcpClient, PermissionPolicy
 from agevalx.agents.acp.recording import Recorder
@@ -138,12 +139,21 @@ class _Invocation:
 
     async def execute(self) -> InvocationResult:
         """Start the agent, run the handshake and the prompt, always clean up."""
-        argv = await agent_argv(self.sandbox, self.invocation)
+        launch = await agent_launch(self.sandbox, self.invocation, self.recorder)
+        try:
+            response = await self._run(launch)
+        finally:
+            await launch.cleanup()
+        if self.recorder.failure is not None:
+            raise self.recorder.failure
+        return self._result(response)
+
+    async def _run(self, launch: AgentLaunch) -> PromptResponse:
         container = self.invocation.container
         request = LaunchRequest(
-            argv=argv,
+            argv=launch.argv,
             workdir=container.workdir,
-            env={"HOME": container.home},
+            env={"HOME": container.home, **launch.env},
             secrets=self.invocation.environ,
             stdin=True,
             report_pid=True,
@@ -151,18 +161,16 @@ class _Invocation:
         try:
             self.agent = await AgentProcess.start(self.sandbox, request, self._log_noise)
         except OSError as exc:
-            raise AgentError("agent_start_failed", f"cannot start {argv[0]}: {exc}") from exc
+            message = f"cannot start {launch.argv[0]}: {exc}"
+            raise AgentError("agent_start_failed", message) from exc
         conn = connect_to_agent(self.client, self.agent.channel)
         try:
             session_id = await self._handshake(conn)
-            response = await self._prompt(conn, session_id)
+            return await self._prompt(conn, session_id)
         finally:
             await self.client.terminals.close()
             await conn.close()
             await self.agent.stop(kill=self.kill_agent)
-        if self.recorder.failure is not None:
-            raise self.recorder.failure
-        return self._result(response)
 
     async def _handshake(self, conn: ClientSideConnection) -> str:
         capabilities = ClientCapabilities(
@@ -271,16 +279,31 @@ def _permission_policy(profile: Any) -> PermissionPolicy:
     return "allow" if policy == "allow" else "deny"
 
 
-async def agent_argv(sandbox: Sandbox, invocation: Invocation) -> list[str]:
-    """The agent's command line; for the scripted agent, its files are copied in first."""
+async def agent_launch(
+    sandbox: Sandbox, invocation: Invocation, recorder: Recorder
+) -> AgentLaunch:
+    """How to start the role's agent.
+
+    A bundled agent (`pi`) is located or copied in and configured first (see `bundled`);
+    the scripted agent's files are copied in; any other entry is run as given.
+    """
     profile = invocation.profile
     options = profile.get("options") or {}
     entry = profile.get("entry") or options.get("entry")
     if not entry:
         raise AgentError("agent_entry_missing", f"role {invocation.role!r} names no agent entry")
     argv = shlex.split(entry)
+    spec = bundles.bundle_spec(argv[0])
+    if spec is not None:
+        return await bundled_launch(sandbox, invocation, spec, argv[1:], recorder)
+    return AgentLaunch(await agent_argv(sandbox, invocation, argv))
+
+
+async def agent_argv(sandbox: Sandbox, invocation: Invocation, argv: list[str]) -> list[str]:
+    """The command line of a non-bundled entry; the scripted agent's files are copied first."""
     if argv[0] != scripted.ENTRY:
         return argv
+    options = invocation.profile.get("options") or {}
     script = options.get("script")
     if not script:
         raise AgentError("agent_script_missing", f"role {invocation.role!r}: no options.script")
@@ -293,4 +316,9 @@ async def agent_argv(sandbox: Sandbox, invocation: Invocation) -> list[str]:
     files = {"agent.py": FileBlob(scripted.agent_source()), script_name: FileBlob(script_data)}
     await sandbox.put_files(directory, files)
     agent = posixpath.join(directory, "agent.py")
-    return ["python3", agent, "--script", posixpath.join(directory, script_name), *argv[1:]]
+    # The turn counter lives in HOME, so it is snapshotted with every checkpoint: the n-th
+    # invocation of a role performs turn n, also after a resume or a fork.
+    safe_role = re.sub(r"[^A-Za-z0-9_.-]", "_", invocation.role)
+    state = posixpath.join(invocation.container.home, ".ageval-scripted", f"{safe_role}.turn")
+    script_path = posixpath.join(directory, script_name)
+    return ["python3", agent, "--script", script_path, "--state", state, *argv[1:]]

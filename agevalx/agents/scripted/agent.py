@@ -174,6 +174,7 @@ class ScriptedAgent:
         self.sessions: dict[str, Session] = {}
         self.terminal_output_meta = False
         self.counter = os.environ.get("AGEVAL_SCRIPTED_COUNTER")
+        self.state_file: str | None = None
         self._calls = 0
 
     def next_call_id(self, prefix: str) -> str:
@@ -233,6 +234,7 @@ class ScriptedAgent:
         self._count_prompt()
         steps = self.turns[self.turns_done] if self.turns_done < len(self.turns) else []
         self.turns_done += 1
+        write_turns_done(self.state_file, self.turns_done)
         session.busy = True
         session.cancelled.clear()
         turn = Turn(self, session, steps)
@@ -432,17 +434,40 @@ def serve(agent: ScriptedAgent, stdin: IO[bytes]) -> None:
             agent.handle(message)
 
 
+def read_turns_done(path: str | None) -> int:
+    """Turns performed by earlier processes of this role (0 without a state file)."""
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def write_turns_done(path: str | None, count: int) -> None:
+    if not path:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"{count}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: load the script, then serve ACP on stdio."""
     parser = argparse.ArgumentParser(description="deterministic scripted ACP agent")
     parser.add_argument("--script", required=True, help="JSON script of steps")
+    parser.add_argument("--state", help="file holding the number of turns already performed")
     args = parser.parse_args(argv)
     try:
         turns = load_turns(args.script)
     except (OSError, ValueError, ScriptError) as exc:
         sys.stderr.write(f"scripted agent: bad script {args.script}: {exc}\n")
         return 2
-    serve(ScriptedAgent(Wire(sys.stdout.buffer), turns), sys.stdin.buffer)
+    agent = ScriptedAgent(Wire(sys.stdout.buffer), turns)
+    agent.state_file = args.state
+    agent.turns_done = read_turns_done(args.state)
+    serve(agent, sys.stdin.buffer)
     return 0
 
 

@@ -1,0 +1,480 @@
+"""Agent bundles: agents that are not in the task image, built once on the host and mounted.
+
+An ACP agent such as pi is a Node program; task images do not carry Node. Rather than install
+it in every attempt, ageval builds a *bundle* once per machine: `npm install --omit=dev` of the
+agent's packages plus a Node binary from the npm registry (`node-linux-<arch>`), in a
+directory named by the digest of the bundle's spec, under the cache directory:
+
+    <cache>/bundles/<key>/                 the bundle (read-only once published)
+      .ageval-bundle.json                  its spec, key and size: present only when complete
+      package.json, package-lock.json      what npm resolved
+      bin/<name>                           wrapper scripts that run a CLI with the bundled Node
+      node_modules/...
+    <cache>/bundles/<key>.tar              the same tree as a tar, made on demand (copy mode)
+
+A build happens in a temporary sibling folder and is published with one `rename`, under a
+per-key file lock, so concurrent builders (threads or processes) wait for one build and
+reuse it. `AGEVAL_BUNDLES_DIR` moves the bundles elsewhere (tests share one across runs).
+
+In an attempt container the bundle lives at `mount_point(name)` (`/opt/ageval/agents/<name>`),
+bind-mounted read-only; its entry command and environment come from `launch_command`.
+Nothing in a bundle depends on where it is mounted: wrappers find their files relative to
+themselves, so the same tree also works when copied into a container.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import platform as host_platform
+import posixpath
+import shutil
+import subprocess
+import tarfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agevalx.cache.location import default_cache_dir
+from agevalx.errors import AgevalError
+from agevalx.hashing import digest_json
+
+BUNDLE_FORMAT = 1
+"""Bumped whenever the layout of a built bundle changes (it is part of every key)."""
+
+BUNDLES_ENV = "AGEVAL_BUNDLES_DIR"
+"""Overrides where bundles live (default: `<cache dir>/bundles`)."""
+
+NPM_ENV = "AGEVAL_NPM"
+"""The npm program to build with (default: `npm` on PATH)."""
+
+MOUNT_ROOT = "/opt/ageval/agents"
+"""Where bundles appear in attempt containers: `<MOUNT_ROOT>/<name>`."""
+
+MARKER = ".ageval-bundle.json"
+"""Written last into a bundle: its presence means the bundle is complete."""
+
+BUILD_TIMEOUT = 1800.0
+"""Seconds `npm install` may take."""
+
+NODE_PACKAGE = "node-linux-{arch}"
+"""The npm package holding the Node binary for a platform (`bin/node`)."""
+
+NPM_QUIET = {
+    "npm_config_update_notifier": "false",
+    "npm_config_fund": "false",
+    "npm_config_audit": "false",
+    "npm_config_loglevel": "warn",
+}
+
+
+class BundleError(AgevalError):
+    """A bundle cannot be built or used."""
+
+
+@dataclass(frozen=True)
+class BundleSpec:
+    """What goes into one agent's bundle and how to start it; every field is part of its key."""
+
+    name: str
+    """The bundle's name and the profile entry that selects it (`options.entry: pi`)."""
+    packages: tuple[tuple[str, str], ...]
+    """npm packages and their exact versions."""
+    node: str
+    """Exact version of the Node binary package (`node-linux-<arch>`)."""
+    entry: str
+    """The ACP agent's script, relative to the bundle, run with the bundled Node."""
+    wrappers: tuple[tuple[str, str], ...] = ()
+    """`bin/<name>` scripts to write: (name, script relative to the bundle)."""
+    environment: tuple[tuple[str, str], ...] = ()
+    """Variables the agent needs; `{root}` stands for the bundle's path in the container."""
+    prune: tuple[str, ...] = ()
+    """Glob patterns (relative to the bundle) removed after the install: unused at run time."""
+
+    def key_material(self, platform: str) -> dict[str, Any]:
+        return {
+            "format": BUNDLE_FORMAT,
+            "name": self.name,
+            "packages": [list(pair) for pair in self.packages],
+            "node": self.node,
+            "platform": platform,
+            "entry": self.entry,
+            "wrappers": [list(pair) for pair in self.wrappers],
+            "environment": [list(pair) for pair in self.environment],
+            "prune": list(self.prune),
+        }
+
+
+PI = BundleSpec(
+    name="pi",
+    packages=(("pi-acp", "0.0.34"), ("@earendil-works/pi-coding-agent", "1.6.0")),
+    node="22.23.5",
+    entry="node_modules/pi-acp/dist/index.js",
+    wrappers=(("pi", "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"),),
+    environment=(
+        ("PI_ACP_PI_COMMAND", "{root}/bin/pi"),
+        ("PI_OFFLINE", "1"),
+        ("PI_SKIP_VERSION_CHECK", "1"),
+        ("PI_TELEMETRY", "0"),
+    ),
+    prune=("node_modules/node-linux-*/include", "node_modules/node-linux-*/share", "**/*.map"),
+)
+"""pi (`@earendil-works/pi-coding-agent`) behind its ACP adapter `pi-acp`."""
+
+BUNDLES: dict[str, BundleSpec] = {PI.name: PI}
+"""Known bundles by name (= profile entry)."""
+
+
+def bundle_spec(name: str) -> BundleSpec | None:
+    """The spec of a known bundle, or None."""
+    return BUNDLES.get(name)
+
+
+def mount_point(name: str) -> str:
+    """Where the bundle `name` is mounted in attempt containers."""
+    return posixpath.join(MOUNT_ROOT, name)
+
+
+def node_path(root: str) -> str:
+    """The bundled Node binary, for a bundle at `root` (container path)."""
+    return posixpath.join(root, "node")
+
+
+def launch_command(spec: BundleSpec, root: str) -> tuple[list[str], dict[str, str]]:
+    """The agent's argv and environment for a bundle at `root` (a container path)."""
+    argv = [node_path(root), posixpath.join(root, spec.entry)]
+    environment = {name: value.replace("{root}", root) for name, value in spec.environment}
+    return argv, environment
+
+
+# --- where and which -------------------------------------------------------------------------
+
+
+def bundles_dir(cache_dir: Path | None = None) -> Path:
+    """`$AGEVAL_BUNDLES_DIR`, else `<cache_dir>/bundles` (cache_dir: the default cache)."""
+    explicit = os.environ.get(BUNDLES_ENV)
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    return (cache_dir or default_cache_dir()) / "bundles"
+
+
+_ARCHES = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def default_platform() -> str:
+    """`linux-<arch>` of the Docker engine (where bundles run), else of this machine."""
+    machine = ""
+    with contextlib.suppress(Exception):
+        from agevalx.environments.engine import client
+
+        machine = str(client().info().get("Architecture") or "")
+    machine = machine or host_platform.machine()
+    arch = _ARCHES.get(machine.lower())
+    if arch is None:
+        raise BundleError(
+            "bundle_platform_unsupported",
+            f"no agent bundles for the machine type {machine!r}",
+            hint="agent bundles exist for linux x86_64 and aarch64 engines",
+        )
+    return f"linux-{arch}"
+
+
+def bundle_key(spec: BundleSpec, platform: str) -> str:
+    """The digest naming the bundle built from `spec` for `platform`."""
+    return digest_json(spec.key_material(platform))
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A built bundle on this machine."""
+
+    spec: BundleSpec
+    key: str
+    path: Path
+    """The bundle's folder on the host (mount it read-only)."""
+    platform: str
+    info: Mapping[str, Any] = field(default_factory=dict)
+    """The marker's content: spec, key, size, files, build seconds, resolved versions."""
+
+    @property
+    def mount(self) -> tuple[str, str]:
+        """(host path, container path): the bind mount for an attempt container."""
+        return str(self.path), mount_point(self.spec.name)
+
+
+def find_bundle(
+    name: str, *, cache_dir: Path | None = None, platform: str | None = None
+) -> Bundle | None:
+    """The complete bundle `name` if it was built already; never builds."""
+    spec = _known(name)
+    platform = platform or default_platform()
+    key = bundle_key(spec, platform)
+    path = bundles_dir(cache_dir) / key
+    info = _read_marker(path, key)
+    return None if info is None else Bundle(spec, key, path, platform, info)
+
+
+def ensure_bundle(
+    name: str,
+    *,
+    cache_dir: Path | None = None,
+    platform: str | None = None,
+    npm: str | None = None,
+) -> Bundle:
+    """The bundle `name`, built first if this machine does not have it yet."""
+    spec = _known(name)
+    platform = platform or default_platform()
+    key = bundle_key(spec, platform)
+    root = bundles_dir(cache_dir)
+    path = root / key
+    info = _read_marker(path, key)
+    if info is not None:
+        return Bundle(spec, key, path, platform, info)
+    root.mkdir(parents=True, exist_ok=True)
+    with _file_lock(root / f".{key}.lock"):
+        info = _read_marker(path, key)
+        if info is None:
+            info = _build(spec, key, platform, root, npm)
+    return Bundle(spec, key, path, platform, info)
+
+
+def container_mounts(
+    entries: Mapping[str, str | None], *, cache_dir: Path | None = None
+) -> tuple[tuple[str, str], ...]:
+    """Read-only mounts (host, container) for the bundles that role entries name.
+
+    `entries` maps a role to its profile entry (`options.entry`); entries that are not
+    bundles are skipped. Missing bundles are built here, before the container starts.
+    """
+    mounts: dict[str, tuple[str, str]] = {}
+    for entry in entries.values():
+        name = (entry or "").split(" ", 1)[0]
+        if name in BUNDLES and name not in mounts:
+            mounts[name] = ensure_bundle(name, cache_dir=cache_dir).mount
+    return tuple(mounts[name] for name in sorted(mounts))
+
+
+def bundle_archive(bundle: Bundle) -> Path:
+    """A tar of the bundle (entries under `<name>/`), made once next to it, for copy mode."""
+    target = bundle.path.with_name(f"{bundle.key}.tar")
+    if target.is_file():
+        return target
+    with _file_lock(bundle.path.with_name(f".{bundle.key}.lock")):
+        if target.is_file():
+            return target
+        partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}")
+        try:
+            with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as archive:
+                archive.add(bundle.path, arcname=bundle.spec.name, filter=_owned_by_root)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+# --- building --------------------------------------------------------------------------------
+
+
+def _known(name: str) -> BundleSpec:
+    spec = BUNDLES.get(name)
+    if spec is None:
+        raise BundleError(
+            "bundle_unknown",
+            f"no agent bundle named {name!r}",
+            hint=f"known bundles: {', '.join(sorted(BUNDLES))}",
+        )
+    return spec
+
+
+def _read_marker(path: Path, key: str) -> dict[str, Any] | None:
+    try:
+        info = json.loads((path / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("key") == key else None
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path`: excludes other processes and other threads alike."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _npm(npm: str | None) -> str:
+    program = npm or os.environ.get(NPM_ENV) or shutil.which("npm")
+    if not program:
+        raise BundleError(
+            "bundle_npm_missing",
+            "building an agent bundle needs npm on this machine (the agent runs on the "
+            "bundled Node in the container; npm only downloads it)",
+            hint="install it (apt-get install -y npm) or point AGEVAL_NPM at an npm binary",
+        )
+    return program
+
+
+def _platform_flags(platform: str) -> list[str]:
+    """npm flags that make it pick optional packages for `platform` when it is not ours."""
+    own = f"linux-{_ARCHES.get(host_platform.machine().lower(), '?')}"
+    if host_platform.system() == "Linux" and platform == own:
+        return []
+    arch = platform.split("-", 1)[1]
+    return ["--os=linux", f"--cpu={arch}", "--libc=glibc"]
+
+
+def _build(
+    spec: BundleSpec, key: str, platform: str, root: Path, npm: str | None
+) -> dict[str, Any]:
+    """Build into a temporary folder, then publish it as `root/key` (caller holds the lock)."""
+    program = _npm(npm)
+    for stale in root.glob(f".tmp-{key}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    work = root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    try:
+        work.mkdir()
+        node_package = NODE_PACKAGE.format(arch=platform.split("-", 1)[1])
+        dependencies = {**dict(spec.packages), node_package: spec.node}
+        manifest: dict[str, Any] = {
+            "name": f"ageval-bundle-{spec.name}",
+            "private": True,
+            "dependencies": dependencies,
+        }
+        (work / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        _npm_install(program, work, platform)
+        _finish(spec, work, node_package)
+        info = _marker(spec, key, platform, work, time.monotonic() - started)
+        (work / MARKER).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        final = root / key
+        if final.exists():  # an incomplete leftover (no marker): replace it
+            shutil.rmtree(final)
+        os.rename(work, final)
+        return info
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _npm_install(program: str, work: Path, platform: str) -> None:
+    argv = [
+        program,
+        "install",
+        "--omit=dev",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        *_platform_flags(platform),
+    ]
+    environment = {**os.environ, **NPM_QUIET}
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=work,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise BundleError(
+            "bundle_npm_missing", f"cannot run {program}", hint="install npm or set AGEVAL_NPM"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise BundleError(
+            "bundle_build_failed", f"npm install took longer than {BUILD_TIMEOUT:g} s"
+        ) from None
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()
+        raise BundleError(
+            "bundle_build_failed",
+            f"npm install failed with exit code {done.returncode}",
+            hint=output[-1500:] or None,
+        )
+
+
+def _finish(spec: BundleSpec, work: Path, node_package: str) -> None:
+    """Link the Node binary, write the wrappers, prune, and make everything world-readable."""
+    node = work / "node_modules" / node_package / "bin" / "node"
+    if not node.is_file():
+        raise BundleError("bundle_build_failed", f"npm did not install {node_package}/bin/node")
+    (work / "node").symlink_to(node.relative_to(work))
+    for relative in [spec.entry, *(script for _, script in spec.wrappers)]:
+        if not (work / relative).is_file():
+            raise BundleError("bundle_build_failed", f"the bundle lacks {relative}")
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    for name, script in spec.wrappers:
+        wrapper = bin_dir / name
+        wrapper.write_text(_wrapper_script(script))
+        wrapper.chmod(0o755)
+    for pattern in spec.prune:
+        for path in work.glob(pattern):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+    _world_readable(work)
+
+
+def _wrapper_script(script: str) -> str:
+    """`bin/<name>`: run `script` with the bundled Node, wherever the bundle is."""
+    return (
+        "#!/bin/sh\n"
+        "# Written by ageval: runs the CLI with the Node of this bundle.\n"
+        'root="${0%/*}/.."\n'
+        f'exec "$root/node" "$root/{script}" "$@"\n'
+    )
+
+
+def _world_readable(root: Path) -> None:
+    """Agents may run as any user in the container: everything readable, dirs searchable."""
+    for directory, _, files in os.walk(root):
+        os.chmod(directory, os.stat(directory).st_mode | 0o555)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o444)
+
+
+def _marker(
+    spec: BundleSpec, key: str, platform: str, work: Path, seconds: float
+) -> dict[str, Any]:
+    size = files = 0
+    for directory, _, names in os.walk(work):
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                size += os.lstat(path).st_size
+                files += 1
+    resolved: dict[str, str] = {}
+    lock = work / "package-lock.json"
+    with contextlib.suppress(OSError, ValueError):
+        packages = json.loads(lock.read_text()).get("packages", {})
+        for name in [*dict(spec.packages), NODE_PACKAGE.format(arch=platform.split("-", 1)[1])]:
+            version = packages.get(f"node_modules/{name}", {}).get("version")
+            if isinstance(version, str):
+                resolved[name] = version
+    return {
+        "key": key,
+        "spec": spec.key_material(platform),
+        "bytes": size,
+        "files": files,
+        "build_seconds": round(seconds, 2),
+        "resolved": resolved,
+    }
+
+
+def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info

@@ -1,0 +1,386 @@
+"""A scripted OpenAI-compatible model server, for tests and development without a model.
+
+`MockLLM` serves `POST /v1/chat/completions` (streamed as server-sent events when the request
+says `stream: true`, one JSON object otherwise) and `GET /v1/models`. Each completion request
+gets the next reply of its script, in order:
+
+```python
+script = [
+    {"tool_call": {"name": "bash", "arguments": {"command": "echo hi > hi.txt"}}},
+    {"message": "Done."},
+]
+```
+
+A reply is `{"message": TEXT}`, `{"tool_call": CALL}` or `{"tool_calls": [CALL, ...]}` where
+a call is `{"name": ..., "arguments": {...}, "id": optional}`; `message` may accompany tool
+calls. Once the script is spent, every request gets `EXHAUSTED_TEXT`. Every request is kept
+in `requests` (path, JSON body, the `Authorization` header) for the test to inspect.
+
+The server binds only a loopback address or the Docker bridge gateway (`bridge_gateway()`),
+the host's own address on the bridge: attempt containers reach it as
+`host.docker.internal`, and nothing outside this machine does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+EXHAUSTED_TEXT = "(the mock model's script is spent)"
+"""What the server answers once every scripted reply has been served."""
+
+DEFAULT_BRIDGE_GATEWAY = "172.17.0.1"
+"""The gateway of Docker's default `bridge` network when the engine does not say."""
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest request body read."""
+
+ARGUMENT_PIECE = 24
+"""Characters of tool-call arguments per streamed chunk (exercises the client's joining)."""
+
+
+class MockLLMError(Exception):
+    """A script or an address the server refuses."""
+
+
+def bridge_gateway() -> str:
+    """The gateway address of Docker's `bridge` network (the host's side of it)."""
+    try:
+        import docker
+
+        network = docker.from_env().networks.get("bridge")
+        for config in network.attrs.get("IPAM", {}).get("Config") or []:
+            gateway = config.get("Gateway")
+            if gateway:
+                return str(ipaddress.ip_address(gateway))
+    except Exception:  # no engine, no bridge network: fall back to Docker's default
+        pass
+    return DEFAULT_BRIDGE_GATEWAY
+
+
+def check_bind_address(host: str) -> str:
+    """`host` if it is a loopback address or the bridge gateway; `MockLLMError` otherwise."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise MockLLMError(f"bind address {host!r} is not an IP address") from None
+    if address.is_loopback or str(address) == bridge_gateway():
+        return str(address)
+    raise MockLLMError(
+        f"refusing to bind {host}: only loopback addresses and the Docker bridge gateway "
+        f"({bridge_gateway()}) are allowed"
+    )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asks for."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    id: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted model turn."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """A request the server got."""
+
+    method: str
+    path: str
+    body: Any
+    authorization: str | None
+    time: float = field(default_factory=time.time)
+
+
+def parse_script(script: Sequence[Mapping[str, Any]]) -> list[Reply]:
+    """Validate a script (see the module docstring) into replies."""
+    replies: list[Reply] = []
+    for number, step in enumerate(script):
+        if not isinstance(step, Mapping) or not step:
+            raise MockLLMError(f"script step {number} is not a non-empty mapping")
+        unknown = set(step) - {"message", "tool_call", "tool_calls"}
+        if unknown:
+            raise MockLLMError(f"script step {number} has unknown keys {sorted(unknown)}")
+        calls = list(step.get("tool_calls") or [])
+        if "tool_call" in step:
+            calls.append(step["tool_call"])
+        text = step.get("message", "")
+        if not isinstance(text, str):
+            raise MockLLMError(f"script step {number}: message must be a string")
+        parsed = tuple(_tool_call(number, index, call) for index, call in enumerate(calls))
+        replies.append(Reply(text=text, tool_calls=parsed))
+    return replies
+
+
+def _tool_call(step: int, index: int, call: Any) -> ToolCall:
+    if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+        raise MockLLMError(f"script step {step}: tool call {index} needs a string name")
+    arguments = call.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise MockLLMError(f"script step {step}: tool call arguments must be a mapping")
+    return ToolCall(
+        name=call["name"],
+        arguments=dict(arguments),
+        id=str(call.get("id") or f"call_{step}_{index}"),
+    )
+
+
+class MockLLM:
+    """The server; use it as a context manager (`with MockLLM(script) as llm: llm.url`)."""
+
+    def __init__(
+        self,
+        script: Sequence[Mapping[str, Any]],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model: str = "mock-model",
+    ) -> None:
+        self._replies = parse_script(script)
+        self._host = check_bind_address(host)
+        self._port = port
+        self._model = model
+        self._lock = threading.Lock()
+        self._served = 0
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.requests: list[ReceivedRequest] = []
+        """Every request received, in order."""
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def port(self) -> int:
+        """The bound port (once started)."""
+        if self._server is None:
+            raise MockLLMError("the server is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """`http://<host>:<port>/v1`, the base URL a client is given."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def completions(self) -> list[ReceivedRequest]:
+        """The chat completion requests received."""
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+
+    @property
+    def remaining(self) -> int:
+        """Scripted replies not served yet."""
+        with self._lock:
+            return len(self._replies) - self._served
+
+    def start(self) -> MockLLM:
+        handler = _handler_class(self)
+        self._server = ThreadingHTTPServer((self._host, self._port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="ageval.mockllm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+    def __enter__(self) -> MockLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- used by the handler ---------------------------------------------------------------
+
+    def _record(self, request: ReceivedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next_reply(self) -> Reply:
+        with self._lock:
+            if self._served < len(self._replies):
+                reply = self._replies[self._served]
+                self._served += 1
+                return reply
+        return Reply(text=EXHAUSTED_TEXT)
+
+    def _model_id(self, body: Any) -> str:
+        requested = body.get("model") if isinstance(body, dict) else None
+        return requested if isinstance(requested, str) else self._model
+
+
+def _handler_class(server: MockLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        mock = server
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    mock: MockLLM
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read `MockLLM.requests` instead."""
+
+    def do_GET(self) -> None:
+        self.mock._record(ReceivedRequest("GET", self.path, None, self._authorization()))
+        if self.path.rstrip("/").endswith("/models"):
+            listing = {"object": "list", "data": [{"id": self.mock._model, "object": "model"}]}
+            self._send_json(HTTPStatus.OK, listing)
+        else:
+            self._send_json(HTTPStatus.NOT_FOUND, _error("not found"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._send_json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, _error("body too large"))
+            return
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        self.mock._record(ReceivedRequest("POST", self.path, body, self._authorization()))
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(HTTPStatus.NOT_FOUND, _error("not found"))
+            return
+        if not isinstance(body, dict):
+            self._send_json(HTTPStatus.BAD_REQUEST, _error("the body is not a JSON object"))
+            return
+        reply = self.mock._next_reply()
+        model = self.mock._model_id(body)
+        if body.get("stream"):
+            options = body.get("stream_options") or {}
+            usage = isinstance(options, dict) and bool(options.get("include_usage"))
+            self._send_stream(stream_chunks(reply, model, include_usage=usage))
+        else:
+            self._send_json(HTTPStatus.OK, completion(reply, model))
+
+    def _authorization(self) -> str | None:
+        return self.headers.get("Authorization")
+
+    def _send_json(self, status: HTTPStatus, value: Any) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for chunk in chunks:
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error"}}
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    completion_tokens = max(1, len(reply.text.split()) + 8 * len(reply.tool_calls))
+    return {
+        "prompt_tokens": 10,
+        "completion_tokens": completion_tokens,
+        "total_tokens": 10 + completion_tokens,
+    }
+
+
+def _finish_reason(reply: Reply) -> str:
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
+def completion(reply: Reply, model: str) -> dict[str, Any]:
+    """A non-streamed `chat.completion` object for `reply`."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in reply.tool_calls
+        ]
+    return {
+        "id": "chatcmpl-mock",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(reply)}],
+        "usage": _usage(reply),
+    }
+
+
+def stream_chunks(
+    reply: Reply, model: str, *, include_usage: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The `chat.completion.chunk` objects of a streamed `reply` (without `[DONE]`)."""
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    yield chunk({"role": "assistant", "content": ""})
+    words = reply.text.split(" ") if reply.text else []
+    for position, word in enumerate(words):
+        yield chunk({"content": word if position == 0 else " " + word})
+    for index, call in enumerate(reply.tool_calls):
+        head = {"index": index, "id": call.id, "type": "function"}
+        yield chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
+        arguments = json.dumps(call.arguments)
+        for start in range(0, len(arguments), ARGUMENT_PIECE):
+            piece = arguments[start : start + ARGUMENT_PIECE]
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, _finish_reason(reply))
+    if include_usage:
+        yield {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": _usage(reply),
+        }

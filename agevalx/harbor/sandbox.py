@@ -1,0 +1,128 @@
+"""Running commands in an `AttemptContainer` the way Harbor's docker environment does.
+
+Harbor runs every command of the main container as `bash -c CMD` (`docker compose exec`),
+in the task's workdir (else the image's), with the container's environment. Here the shell
+is bash when the image has one and `sh` otherwise, and HOME is the exec user's home from
+/etc/passwd (our containers set HOME=/attempt/home for agents, which Harbor never does).
+"""
+
+from __future__ import annotations
+
+import shlex
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import docker
+
+from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
+from agevalx.environments.engine import EnvironmentFailure
+from agevalx.harbor.spec import HarborTaskSpec
+
+LOGS = "/logs"
+AGENT_LOGS = "/logs/agent"
+VERIFIER_LOGS = "/logs/verifier"
+ARTIFACT_LOGS = "/logs/artifacts"
+TESTS = "/tests"
+SOLUTION = "/solution"
+ROOT = "root"
+READ_LIMIT = 16 << 20
+OUTPUT_TAIL = 64 << 10
+
+SANDBOX_ERRORS: tuple[type[BaseException], ...] = (
+    EnvironmentFailure,
+    docker.errors.DockerException,
+    tarfile.TarError,
+    OSError,
+)
+"""Failures of the sandbox itself (exec, file transfer), never of the task."""
+
+
+def container_spec(spec: HarborTaskSpec, image: str, name_hint: str) -> ContainerSpec:
+    """A `ContainerSpec` with the task's resources and container environment."""
+    resources = spec.resources
+    return ContainerSpec(
+        image=image,
+        name_hint=name_hint,
+        cpus=float(resources.cpus) if resources.cpus else None,
+        memory_mb=resources.memory_mb,
+        gpus=resources.gpus,
+        environment=tuple(sorted(spec.environment_env.items())),
+    )
+
+
+def shell_of(container: AttemptContainer) -> str:
+    """`bash` when the image has it, else `sh`."""
+    probe = container.exec("command -v bash >/dev/null 2>&1", workdir="/", user=ROOT)
+    return "bash" if probe.exit_code == 0 else "sh"
+
+
+def home_of(container: AttemptContainer, user: str | None) -> str:
+    """The exec user's home directory from /etc/passwd (`/` when it has no entry)."""
+    probe = container.exec(
+        'getent passwd "$(id -u)" | cut -d: -f6', workdir="/", user=user, environment={}
+    )
+    home = probe.output.strip().splitlines()
+    return home[0] if probe.exit_code == 0 and home and home[0].startswith("/") else "/"
+
+
+def run_shell(
+    container: AttemptContainer,
+    shell: str,
+    command: str,
+    *,
+    workdir: str,
+    environment: Mapping[str, str],
+    user: str | None = None,
+    timeout: float | None = None,
+) -> ExecResult:
+    """`<shell> -c command`, as Harbor's `exec`."""
+    return container.exec(
+        f"{shell} -c {shlex.quote(command)}",
+        timeout=timeout,
+        workdir=workdir,
+        environment=dict(environment),
+        user=user,
+    )
+
+
+def run_checked(container: AttemptContainer, command: str, what: str) -> None:
+    """A root housekeeping command whose failure is a sandbox failure."""
+    result = container.exec(command, workdir="/", user=ROOT)
+    if result.exit_code != 0:
+        raise EnvironmentFailure(
+            "exec_failed", f"{what} failed ({result.exit_code}): {result.output[-500:]}"
+        )
+
+
+def read_text(container: AttemptContainer, path: str, limit: int = READ_LIMIT) -> bytes | None:
+    return container.read_file(path, limit=limit)
+
+
+def tail(data: bytes | None, size: int = OUTPUT_TAIL) -> str:
+    return (data or b"")[-size:].decode("utf-8", errors="replace")
+
+
+def directory_files(source: Path) -> dict[str, tuple[bytes, int]]:
+    """Regular files under `source` as `{relative path: (content, mode)}`."""
+    files: dict[str, tuple[bytes, int]] = {}
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            files[path.relative_to(source).as_posix()] = (
+                path.read_bytes(),
+                path.stat().st_mode & 0o7777,
+            )
+    return files
+
+
+def prepare_environment(
+    container: AttemptContainer, spec: HarborTaskSpec, *, workdir: str | None = None
+) -> None:
+    """What Harbor's docker environment does after start: environment/ copied into the
+    workdir of a prebuilt image without Dockerfile, and /logs/{agent,verifier,artifacts}
+    created world-writable."""
+    if spec.upload_environment_dir:
+        target = workdir or spec.workdir or "/"
+        container.put_files(target, directory_files(spec.dir / "environment"))
+    dirs = f"{AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACT_LOGS}"
+    run_checked(container, f"mkdir -p {dirs} && chmod 777 {dirs}", "creating /logs")

@@ -1,0 +1,281 @@
+"""Harbor's verifier, readiness check and oracle agent, on an `AttemptContainer`.
+
+`run_verifier` follows Harbor's `Verifier.verify` (tests/ to /tests, `chmod +x`, run
+/tests/test.sh directly with its output in /logs/verifier/test-stdout.txt, exit code
+ignored, reward.json else reward.txt), except that it first empties /tests and
+/logs/verifier where Harbor 0.26 only deletes the two reward files.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from agevalx.environments.container import AttemptContainer
+from agevalx.harbor import errors
+from agevalx.harbor.errors import HarborRunError
+from agevalx.harbor.outcomes import (
+    VERIFIER_DISABLED,
+    VERIFIER_FAILED,
+    VERIFIER_RESULT_INVALID,
+    VERIFIER_SANDBOX_FAILED,
+    VERIFIER_TIMEOUT,
+    HealthcheckResult,
+    OracleOutcome,
+    VerifierOutcome,
+    VerifierStatus,
+)
+from agevalx.harbor.rewards import InvalidReward, Rewards, parse_reward_json, parse_reward_text
+from agevalx.harbor.sandbox import (
+    AGENT_LOGS,
+    ROOT,
+    SANDBOX_ERRORS,
+    SOLUTION,
+    TESTS,
+    VERIFIER_LOGS,
+    home_of,
+    read_text,
+    run_checked,
+    run_shell,
+    shell_of,
+    tail,
+)
+from agevalx.harbor.spec import HarborTaskSpec
+
+TEST_SCRIPT = f"{TESTS}/test.sh"
+TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
+REWARD_JSON = f"{VERIFIER_LOGS}/reward.json"
+REWARD_TXT = f"{VERIFIER_LOGS}/reward.txt"
+SOLVE_SCRIPT = f"{SOLUTION}/solve.sh"
+ORACLE_LOG = f"{AGENT_LOGS}/oracle.txt"
+
+
+def _workdir(spec: HarborTaskSpec, workdir: str | None) -> str:
+    return workdir or spec.workdir or "/"
+
+
+def _outcome(
+    status: VerifierStatus, code: str | None, message: str, started: float, **fields: object
+) -> VerifierOutcome:
+    duration = time.monotonic() - started
+    return VerifierOutcome.model_validate(
+        {"status": status, "code": code, "message": message, "duration_sec": duration, **fields}
+    )
+
+
+def _reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> None:
+    targets = f"{TESTS} {VERIFIER_LOGS}" if upload_tests else VERIFIER_LOGS
+    command = f"rm -rf {targets} && mkdir -p {targets} && chmod 777 {VERIFIER_LOGS}"
+    run_checked(container, command, "emptying /tests and /logs/verifier")
+
+
+def _read_rewards(container: AttemptContainer) -> tuple[Rewards, str]:
+    """(rewards, file name); `InvalidReward` when none is valid."""
+    data = read_text(container, REWARD_JSON)
+    if data is not None:
+        return parse_reward_json(data), "reward.json"
+    data = read_text(container, REWARD_TXT)
+    if data is not None:
+        return parse_reward_text(data), "reward.txt"
+    raise InvalidReward("no reward file: /logs/verifier/reward.json or reward.txt")
+
+
+def _verify(
+    container: AttemptContainer,
+    spec: HarborTaskSpec,
+    deadline: float,
+    workdir: str,
+    started: float,
+) -> VerifierOutcome:
+    verifier = spec.verifier
+    upload = verifier.separate is None or not verifier.separate.bundled_tests
+    shell = shell_of(container)
+    home = home_of(container, verifier.user)
+    _reset_verifier_dirs(container, upload)
+    if upload:
+        if not (verifier.tests_dir / "test.sh").is_file():
+            message = f"no tests/test.sh in {spec.dir}"
+            return _outcome(VerifierStatus.ERROR, VERIFIER_FAILED, message, started)
+        container.put_directory(verifier.tests_dir, TESTS)
+    container.exec(f"chmod +x {TEST_SCRIPT}", workdir="/", user=ROOT)
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return _timeout(spec, started, None)
+    environment = {"HOME": home, **spec.environment_env, **verifier.env}
+    result = run_shell(
+        container,
+        shell,
+        f"({TEST_SCRIPT}) > {TEST_STDOUT} 2>&1",
+        workdir=workdir,
+        environment=environment,
+        user=verifier.user,
+        timeout=remaining,
+    )
+    output = tail(read_text(container, TEST_STDOUT))
+    if result.timed_out:
+        return _timeout(spec, started, output)
+    try:
+        rewards, file = _read_rewards(container)
+    except InvalidReward as exc:
+        return _outcome(
+            VerifierStatus.INVALID,
+            VERIFIER_RESULT_INVALID,
+            str(exc),
+            started,
+            exit_code=result.exit_code,
+            test_output=output,
+        )
+    return _outcome(
+        VerifierStatus.OK,
+        None,
+        f"rewards from {file}",
+        started,
+        rewards=rewards,
+        reward_file=file,
+        exit_code=result.exit_code,
+        test_output=output,
+    )
+
+
+def _timeout(spec: HarborTaskSpec, started: float, output: str | None) -> VerifierOutcome:
+    message = f"verifier timed out after {spec.verifier.timeout_sec:g} seconds"
+    return _outcome(
+        VerifierStatus.TIMEOUT, VERIFIER_TIMEOUT, message, started, test_output=output or ""
+    )
+
+
+def run_verifier(
+    container: AttemptContainer,
+    spec: HarborTaskSpec,
+    *,
+    timeout: float | None = None,
+    workdir: str | None = None,
+) -> VerifierOutcome:
+    """Verify the attempt in `container` as Harbor's `Verifier` does; never raises.
+
+    `timeout` defaults to the spec's effective verifier timeout (apply run-level
+    multipliers before passing it); `workdir` defaults to the spec's (else `/`: pass the
+    image's WORKDIR when the spec has none). test.sh runs as `[verifier].user` with the
+    container env, then the layered verifier env, on top.
+    """
+    started = time.monotonic()
+    if spec.failure is not None:
+        failure = spec.failure
+        return _outcome(VerifierStatus.ERROR, failure.code, failure.message, started)
+    if spec.verifier.disabled:
+        message = "verification is disabled by the job config"
+        return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
+    deadline = started + (timeout if timeout is not None else spec.verifier.timeout_sec)
+    try:
+        return _verify(container, spec, deadline, _workdir(spec, workdir), started)
+    except SANDBOX_ERRORS as exc:
+        message = f"the sandbox failed during verification: {exc}"
+        return _outcome(VerifierStatus.FATAL, VERIFIER_SANDBOX_FAILED, message, started)
+
+
+def healthcheck(
+    container: AttemptContainer,
+    spec: HarborTaskSpec,
+    *,
+    workdir: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> HealthcheckResult:
+    """Run `[environment.healthcheck]` with Harbor's (Docker HEALTHCHECK) rules.
+
+    Failures inside `start_period_sec` do not count and are retried every
+    `start_interval_sec`; after it, `retries` consecutive failures (checked every
+    `interval_sec`) raise `harbor_healthcheck_failed`. A check that exceeds `timeout_sec`
+    raises `harbor_healthcheck_timeout` at once, as Harbor's exec timeout does.
+    """
+    check = spec.healthcheck
+    if check is None:
+        return HealthcheckResult(checks=0)
+    shell = shell_of(container)
+    environment = {"HOME": home_of(container, None), **spec.environment_env}
+    start_period_end = clock() + check.start_period_sec
+    failures = checks = 0
+    while True:
+        in_start_period = clock() < start_period_end
+        result = run_shell(
+            container,
+            shell,
+            check.command,
+            workdir=_workdir(spec, workdir),
+            environment=environment,
+            timeout=int(check.timeout_sec) or None,
+        )
+        checks += 1
+        if result.timed_out:
+            raise _healthcheck_error(errors.HEALTHCHECK_TIMEOUT, spec, "timed out")
+        if result.exit_code == 0:
+            return HealthcheckResult(checks=checks)
+        if in_start_period:
+            sleep(check.start_interval_sec)
+            continue
+        failures += 1
+        if failures >= check.retries:
+            raise _healthcheck_error(
+                errors.HEALTHCHECK_FAILED, spec, f"failed {check.retries} consecutive times"
+            )
+        sleep(check.interval_sec)
+
+
+def _healthcheck_error(code: str, spec: HarborTaskSpec, what: str) -> HarborRunError:
+    command = spec.healthcheck.command if spec.healthcheck else ""
+    return HarborRunError(
+        code,
+        f"the healthcheck of {spec.name} {what}: {command}",
+        file=str(spec.dir / "task.toml"),
+        field="environment.healthcheck",
+    )
+
+
+def run_oracle(
+    container: AttemptContainer,
+    spec: HarborTaskSpec,
+    timeout: float | None = None,
+    *,
+    workdir: str | None = None,
+) -> OracleOutcome:
+    """Run solution/solve.sh as Harbor's oracle agent: copied to /solution, `chmod +x`,
+    run directly with output to /logs/agent/oracle.txt, as `[agent].user`, with
+    DEBIAN_FRONTEND=noninteractive, the agent env and `[solution].env` on top.
+
+    `timeout` defaults to the spec's agent timeout, truncated to whole seconds as Harbor
+    does. A non-zero exit or a timeout is recorded, not raised; sandbox failures raise
+    `EnvironmentFailure`.
+    """
+    started = time.monotonic()
+    solution = spec.dir / "solution"
+    if not (solution / "solve.sh").is_file():
+        return OracleOutcome(
+            exit_code=None, error="harbor_solution_missing", output=f"no {solution}/solve.sh"
+        )
+    limit = timeout if timeout is not None else spec.agent_timeout_sec
+    dirs = f"{SOLUTION} {AGENT_LOGS}"
+    run_checked(container, f"mkdir -p {dirs} && chmod 777 {AGENT_LOGS}", "creating /solution")
+    container.put_directory(solution, SOLUTION)
+    container.exec(f"chmod +x {SOLVE_SCRIPT}", workdir="/", user=ROOT)
+    environment = {
+        "HOME": home_of(container, spec.agent_user),
+        **spec.environment_env,
+        "DEBIAN_FRONTEND": "noninteractive",
+        **spec.agent_env,
+        **spec.solution_env,
+    }
+    result = run_shell(
+        container,
+        shell_of(container),
+        f"({SOLVE_SCRIPT}) > {ORACLE_LOG} 2>&1",
+        workdir=_workdir(spec, workdir),
+        environment=environment,
+        user=spec.agent_user,
+        timeout=int(limit) if limit else None,
+    )
+    return OracleOutcome(
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        output=tail(read_text(container, ORACLE_LOG)),
+        duration_sec=time.monotonic() - started,
+    )

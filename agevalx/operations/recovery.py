@@ -1,0 +1,150 @@
+"""Recovery operations: resuming an interrupted attempt, and listing its checkpoints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.store import CacheStore
+from agevalx.errors import AgevalError, UsageError
+from agevalx.fsutil import atomic_write
+from agevalx.graph.plan import Plan
+from agevalx.results.paths import attempt_dir, attempt_id
+from agevalx.runner.activity import ActivityRecord
+from agevalx.runner.recovery import process_alive, read_attempt
+
+if TYPE_CHECKING:
+    from agevalx.operations.run import RunRequest
+
+CHECKPOINT_INDEX = "checkpoints/index.json"
+
+
+def _split(attempt: str) -> tuple[str, int]:
+    task, _, rest = attempt.rpartition("-")
+    task, _, index = task.rpartition("-")
+    if not task or not index.isdigit() or len(rest) != 12:
+        raise UsageError(
+            "resume_unknown_attempt",
+            f"{attempt!r} is not an attempt id",
+            field="--resume",
+            hint="attempt ids look like <task>-<attempt>-<12 hex>; see .ageval/runs/",
+        )
+    return task, int(index)
+
+
+def check_resumable(request: RunRequest) -> tuple[int, ...]:
+    """Refuse (exit 2) a resume of a sealed, changed or still running attempt."""
+    assert request.resume is not None
+    task, index = _split(request.resume)
+    if request.tasks != (task,):
+        raise UsageError(
+            "resume_task_mismatch",
+            f"attempt {request.resume} belongs to task {task!r}",
+            field="--task",
+            hint=f"pass --task {task}",
+        )
+    directory = attempt_dir(request.dataset, request.resume)
+    if not directory.is_dir():
+        raise UsageError(
+            "resume_unknown_attempt", f"no attempt {request.resume} under .ageval/runs/"
+        )
+    if (directory / "result.json").exists():
+        raise UsageError(
+            "resume_sealed",
+            f"attempt {request.resume} is sealed: its result.json exists",
+            hint="fork it with --fork, or start new attempts with --fresh",
+        )
+    previous = read_attempt(directory)
+    if previous is not None and process_alive(previous):
+        raise UsageError(
+            "resume_attempt_running",
+            f"process {previous.pid} is still running attempt {request.resume}",
+            hint="wait for it, or stop it first",
+        )
+    return (index,)
+
+
+def mark_resume(planned: Plan, attempt: str) -> None:
+    task, index = _split(attempt)
+    node = planned.node(f"run:{task}#{index}")
+    directory = attempt_dir(planned.dataset.root, attempt)
+    previous = read_attempt(directory)
+    lock = planned.node(f"lock:{task}").payload["lock"]
+    changed = previous is not None and previous.config_digest != lock["config_digest"]
+    if attempt_id(node) != attempt or changed:
+        raise UsageError(
+            "resume_config_mismatch",
+            f"the locked configuration of {task} changed since attempt {attempt} started",
+            hint="restore the task's files and profiles, or start a new attempt",
+        )
+    node.payload["resume"] = True
+
+
+class CutPoint(BaseModel):
+    """One checkpoint of a run stage."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    seq: int
+    """The checkpoint record's position in activity.jsonl (what --checkpoint takes)."""
+    step: int | None
+    """The invocation it follows (0-based)."""
+    time: str
+    """When it was taken."""
+    key: str
+    """The checkpoint node's key."""
+    workspace: str
+    """Tree digest of /attempt/workspace."""
+    home: str
+    """Tree digest of /attempt/home."""
+    bytes: int
+    """Size of the two snapshots."""
+
+
+def cut_points(records: list[ActivityRecord]) -> list[CutPoint]:
+    return [
+        CutPoint(
+            seq=record.seq,
+            step=record.invocation,
+            time=record.time,
+            key=str(record.detail["key"]),
+            workspace=str(record.detail["workspace"]),
+            home=str(record.detail["home"]),
+            bytes=int(record.detail.get("bytes", 0)),
+        )
+        for record in records
+        if record.type == "checkpoint"
+    ]
+
+
+def _records(data: bytes) -> list[ActivityRecord]:
+    return [ActivityRecord.model_validate_json(line) for line in data.splitlines() if line.strip()]
+
+
+def write_checkpoint_index(directory: Path, store: CacheStore, run: ActionManifest) -> None:
+    """--keep-recovery-state: checkpoints/index.json lists the sealed attempt's cut points."""
+    points = cut_points(_records(store.get_bytes(run.outputs["activity"].digest)))
+    document = {"attempt_id": directory.name, "checkpoints": [p.model_dump() for p in points]}
+    atomic_write(directory / CHECKPOINT_INDEX, json.dumps(document, indent=2).encode() + b"\n")
+
+
+def list_checkpoints(dataset: Path, attempt: str) -> list[CutPoint]:
+    """The cut points of a kept (or interrupted, not yet sealed) attempt."""
+    directory = attempt_dir(dataset, attempt)
+    index = directory / CHECKPOINT_INDEX
+    if index.is_file():
+        document: dict[str, Any] = json.loads(index.read_text())
+        return [CutPoint.model_validate(item) for item in document["checkpoints"]]
+    activity = directory / "activity.jsonl"
+    if activity.is_file() and not (directory / "result.json").exists():
+        return cut_points(_records(activity.read_bytes()))
+    raise AgevalError(
+        "no_recovery_state",
+        f"attempt {attempt} kept no recovery state",
+        file=str(directory),
+        hint="run with --keep-recovery-state to keep the cut points of sealed attempts",
+    )

@@ -1,0 +1,152 @@
+"""Grouping attempts into leaderboard rows; the metrics come from `agevalx.results.metrics`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from agevalx.reports.models import AttemptRef, JobRef, Report, ReportRow
+from agevalx.reports.sources import Collected, collect
+from agevalx.results.metrics import overall_metrics, task_metrics
+from agevalx.results.models import AttemptResult, JobSummary, TaskMetrics
+
+Scope = Literal["task", "overall"]
+Binding = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str | None], ...]]
+
+
+def build_report(source: Path, *, job: str | None = None) -> Report:
+    """The report of a dataset dir (every attempt, or one `job`), a job dir or a summary.json."""
+    return report_of(collect(source, job))
+
+
+def report_of(collected: Collected) -> Report:
+    """Rows sorted so that the same results always give the same report."""
+    results = collected.results
+    k = collected.k or max(result.attempt for result in results) + 1
+    by_task: dict[tuple[str, Binding], list[AttemptResult]] = defaultdict(list)
+    for result in results:
+        by_task[(result.task_id, _binding(result))].append(result)
+    tasks = sorted(
+        (_task_row(task_id, binding, mine, k) for (task_id, binding), mine in by_task.items()),
+        key=_row_order,
+    )
+    return Report(
+        datasets=sorted({result.dataset_id for result in results}),
+        k=k,
+        jobs=sorted((_job_ref(summary) for summary in collected.jobs), key=lambda j: j.job_id),
+        overall=sorted(_overall_rows(tasks), key=_leaderboard_order),
+        tasks=tasks,
+    )
+
+
+def _binding(result: AttemptResult) -> Binding:
+    return tuple(sorted(result.agents.items())), tuple(sorted(result.models.items()))
+
+
+def label(pairs: Iterable[tuple[str, str | None]]) -> str:
+    """`label` for a single role, `role=label, ...` for several; `-` stands for none."""
+    items = [(role, value or "-") for role, value in pairs]
+    if len(items) == 1:
+        return items[0][1]
+    return ", ".join(f"{role}={value}" for role, value in items) or "-"
+
+
+def _attempt_ref(result: AttemptResult) -> AttemptRef:
+    keys = {node.kind: node.key for node in result.nodes}
+    error = None
+    if result.error is not None:
+        lines = result.error.message.splitlines() or [""]
+        error = f"{result.error.code}: {lines[0]}"
+    return AttemptRef(
+        attempt_id=result.attempt_id,
+        task_id=result.task_id,
+        attempt=result.attempt,
+        status=result.status,
+        score=result.score,
+        limit=result.limit,
+        error=error,
+        config_digest=result.config_digest,
+        run_key=keys.get("run"),
+        evaluate_key=keys.get("evaluate"),
+    )
+
+
+def _task_row(task_id: str, binding: Binding, results: list[AttemptResult], k: int) -> ReportRow:
+    ordered = sorted(results, key=lambda r: (r.attempt, r.attempt_id))
+    metrics = task_metrics(
+        [r.status for r in ordered], [r.score for r in ordered], [r.limit for r in ordered], k
+    )
+    return _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered])
+
+
+def _overall_rows(tasks: list[ReportRow]) -> list[ReportRow]:
+    by_binding: dict[Binding, list[ReportRow]] = defaultdict(list)
+    for row in tasks:
+        by_binding[(tuple(row.agents.items()), tuple(row.models.items()))].append(row)
+    return [
+        _row(
+            "overall",
+            None,
+            binding,
+            len(rows),
+            overall_metrics([row.metrics for row in rows]),
+            [attempt for row in rows for attempt in row.attempts],
+        )
+        for binding, rows in by_binding.items()
+    ]
+
+
+def _row(
+    scope: Scope,
+    task_id: str | None,
+    binding: Binding,
+    task_count: int,
+    metrics: TaskMetrics,
+    attempts: list[AttemptRef],
+) -> ReportRow:
+    agents, models = binding
+    return ReportRow(
+        scope=scope,
+        task_id=task_id,
+        agent=label(agents),
+        model=label(models),
+        agents=dict(agents),
+        models=dict(models),
+        tasks=task_count,
+        metrics=metrics,
+        config_digests=sorted({attempt.config_digest for attempt in attempts}),
+        attempts=attempts,
+    )
+
+
+def _row_order(row: ReportRow) -> tuple[str, str, str, str, str]:
+    return (row.task_id or "", row.agent, row.model, repr(row.agents), repr(row.models))
+
+
+def _leaderboard_order(row: ReportRow) -> tuple[float, float, float, str, str, str, str]:
+    """Best pass@k first, then pass rate and avg score; names break ties."""
+    metrics = row.metrics
+
+    def descending(value: float | None) -> float:
+        return -value if value is not None else 1.0
+
+    return (
+        descending(metrics.pass_at_k),
+        descending(metrics.pass_rate),
+        descending(metrics.avg_score),
+        row.agent,
+        row.model,
+        repr(row.agents),
+        repr(row.models),
+    )
+
+
+def _job_ref(summary: JobSummary) -> JobRef:
+    return JobRef(
+        job_id=summary.job_id,
+        dataset_id=summary.dataset_id,
+        k=summary.k,
+        summary_key=summary.summary_key,
+    )

@@ -1,0 +1,64 @@
+"""What the human-readable formats show in each column, as plain one-line text."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agevalx.reports.models import Report, ReportRow
+
+KEY_PREFIX = 12
+_INVISIBLE = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the leaderboard: its header, its cell text, and whether it is a number."""
+
+    header: str
+    cell: Callable[[ReportRow], str]
+    numeric: bool = False
+
+
+def one_line(text: str) -> str:
+    """Control characters, line breaks and bidi overrides from untrusted text become spaces."""
+    return "".join(
+        " " if unicodedata.category(char) in ("Cc", "Zl", "Zp") or char in _INVISIBLE else char
+        for char in text
+    )
+
+
+def number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def limits(row: ReportRow) -> str:
+    hit = row.metrics.limits
+    return ", ".join(f"{name}={hit[name]}" for name in sorted(hit)) or "-"
+
+
+def config(row: ReportRow) -> str:
+    return ", ".join(digest[:KEY_PREFIX] for digest in row.config_digests)
+
+
+def columns(report: Report, scope: str) -> list[Column]:
+    """The columns of the overall leaderboard (`overall`) or of the per-task table (`task`)."""
+    k = report.k
+    lead = [Column("task", lambda row: row.task_id or "")] if scope == "task" else []
+    names = [Column("agent", lambda row: row.agent), Column("model", lambda row: row.model)]
+    if scope == "overall":
+        names.append(Column("tasks", lambda row: str(row.tasks), numeric=True))
+    counts = [
+        Column("n", lambda row: str(row.metrics.n), numeric=True),
+        Column("PASS", lambda row: str(row.metrics.passed), numeric=True),
+        Column("FAIL", lambda row: str(row.metrics.failed), numeric=True),
+        Column("ERROR", lambda row: str(row.metrics.errors), numeric=True),
+        Column("pass rate", lambda row: number(row.metrics.pass_rate), numeric=True),
+        Column(f"pass@{k}", lambda row: number(row.metrics.pass_at_k), numeric=True),
+        Column(f"pass^{k}", lambda row: number(row.metrics.pass_hat_k), numeric=True),
+        Column("avg score", lambda row: number(row.metrics.avg_score), numeric=True),
+        Column("limits hit", limits),
+        Column("config", config),
+    ]
+    return [*lead, *names, *counts]

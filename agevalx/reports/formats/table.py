@@ -1,0 +1,51 @@
+"""`--format table`: the leaderboard as aligned plain-text tables (rich, no colour)."""
+
+from __future__ import annotations
+
+import io
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agevalx.reports.formats.cells import columns, one_line
+from agevalx.reports.models import Report, ReportRow
+
+WIDTH = 1000
+"""Wide enough that every table has its natural width: the text never depends on a terminal."""
+
+
+def heading(report: Report) -> list[str]:
+    """The lines under the title: datasets, k, attempts, the jobs read."""
+    attempts = sum(row.metrics.n for row in report.tasks)
+    tasks = len({row.task_id for row in report.tasks})
+    lines = [
+        f"dataset {', '.join(report.datasets)}: {attempts} attempts of {tasks} tasks, "
+        f"k={report.k} for pass@k and pass^k"
+    ]
+    lines += [f"job {job.job_id} (k={job.k}), summary key {job.summary_key}" for job in report.jobs]
+    return [one_line(line) for line in lines]
+
+
+def _table(report: Report, title: str, scope: str, rows: list[ReportRow]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    chosen = columns(report, scope)
+    for column in chosen:
+        table.add_column(column.header, justify="right" if column.numeric else "left")
+    for row in rows:
+        table.add_row(*(Text(one_line(column.cell(row))) for column in chosen))
+    return table
+
+
+def render_table(report: Report) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, width=WIDTH, color_system=None, highlight=False, emoji=False, markup=False
+    )
+    for line in ["ageval report", *heading(report)]:
+        console.print(Text(line))
+    console.print(_table(report, "Leaderboard (all tasks)", "overall", report.overall))
+    console.print(_table(report, "Per task", "task", report.tasks))
+    console.print(Text("node keys of every row: --format json, csv, markdown or html"))
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

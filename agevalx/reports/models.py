@@ -1,0 +1,97 @@
+"""The report document (`--format json`): rows of metrics, each traceable to node keys."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.results.models import Status, TaskMetrics
+
+ReportFormat = Literal["table", "markdown", "csv", "json", "html"]
+FORMATS: tuple[ReportFormat, ...] = ("table", "markdown", "csv", "json", "html")
+
+
+class ReportModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class AttemptRef(ReportModel):
+    """One attempt counted in a row, with the node keys its outcome comes from."""
+
+    attempt_id: str
+    """Names `.ageval/runs/<attempt_id>/result.json`."""
+    task_id: str
+    """The task."""
+    attempt: int
+    """Attempt index within its job (0..k-1)."""
+    status: Status
+    """PASS, FAIL or ERROR."""
+    score: float | None
+    """The evaluator's score, when it gave one."""
+    limit: str | None
+    """The run-stage quota the attempt ran out of, if any."""
+    error: str | None
+    """`code: message` of an ERROR attempt (first line of the message)."""
+    config_digest: str
+    """The lock digest: the exact configuration of the attempt."""
+    run_key: str | None
+    """Key of the run node (agent outputs)."""
+    evaluate_key: str | None
+    """Key of the evaluate node (the status and score)."""
+
+
+class ReportRow(ReportModel):
+    """Metrics of one task (or of every task: `overall`) for one agent and model binding."""
+
+    scope: Literal["task", "overall"]
+    """`task`: one task's attempts; `overall`: every task of this agent and model."""
+    task_id: str | None
+    """The task (None for an overall row)."""
+    agent: str
+    """The agent label, or `role=label` pairs when several roles are bound."""
+    model: str
+    """The model id (`-` when none), or `role=model` pairs when several roles are bound."""
+    agents: dict[str, str]
+    """Role -> agent label."""
+    models: dict[str, str | None]
+    """Role -> model id."""
+    tasks: int
+    """Tasks counted in the row (1 for a task row)."""
+    metrics: TaskMetrics
+    """n, PASS/FAIL/ERROR counts, pass rate, pass@k, pass^k, avg score, limits hit."""
+    config_digests: list[str]
+    """Lock digests of the attempts counted (sorted, distinct)."""
+    attempts: list[AttemptRef]
+    """The attempts counted, with their run and evaluate node keys."""
+
+
+class JobRef(ReportModel):
+    """A job (`suite-runs/<job_id>/summary.json`) the report read."""
+
+    job_id: str
+    """Names `.ageval/suite-runs/<job_id>/`."""
+    dataset_id: str
+    """From ageval.yaml."""
+    k: int
+    """Attempts per task in the job."""
+    summary_key: str
+    """Key of the job's summary node."""
+
+
+class Report(ReportModel):
+    """A leaderboard: one row per (task, agent, model) and one overall row per (agent, model)."""
+
+    format: Literal["ageval.report/1"] = "ageval.report/1"
+    """Format version."""
+    datasets: list[str]
+    """Dataset ids of the attempts counted."""
+    k: int
+    """The k of pass@k and pass^k: attempts per task in the job (the largest attempt index + 1
+    when the report covers a whole dataset)."""
+    jobs: list[JobRef]
+    """The job summaries read (all of the dataset's, or the one job reported)."""
+    overall: list[ReportRow]
+    """One row per (agent, model), best pass@k first."""
+    tasks: list[ReportRow]
+    """One row per (task, agent, model), sorted by task, agent, model."""

@@ -1,0 +1,157 @@
+"""Durable attempts: attempt.json, and what a resumed attempt takes from its journal.
+
+A run stage is a durable execution. Everything up to the attempt's last checkpoint is
+complete: run.py is run again and its calls up to that point return their recorded results
+(invocations are not repeated); the environment is re-attached when it is still aligned with
+that point, and otherwise rebuilt and restored from the checkpoint's snapshots. Steps after the
+last checkpoint are moved to activity.abandoned.jsonl (nothing recorded is lost) and redone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.fsutil import atomic_write
+from agevalx.runner.activity import ActivityJournal, ActivityRecord
+
+ATTEMPT_FILE = "attempt.json"
+ABANDONED_FILE = "activity.abandoned.jsonl"
+RUN_STEPS = ("invocation", "exec", "file_write")
+
+
+class AttemptRecord(BaseModel):
+    """`attempt.json`: who is running an attempt, with which configuration, since when."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    attempt_id: str
+    """The attempt."""
+    task_id: str
+    """Its task."""
+    attempt: int
+    """Its index in the job."""
+    run_key: str
+    """Key of the run node."""
+    config_digest: str
+    """The lock digest it was started with; a resume needs the same."""
+    host: str
+    """Host name of the process running it."""
+    pid: int
+    """Process id of the ageval process running it."""
+    container_id: str | None = None
+    """The attempt container, once started."""
+    run_started: float | None = None
+    """Unix time the run stage started (spent wall time counts on resume)."""
+    spent_seconds: float = 0.0
+    """Run-stage seconds spent by earlier processes of this attempt."""
+
+
+def write_attempt(directory: Path, record: AttemptRecord) -> None:
+    atomic_write(directory / ATTEMPT_FILE, record.model_dump_json(indent=2).encode())
+
+
+def read_attempt(directory: Path) -> AttemptRecord | None:
+    try:
+        return AttemptRecord.model_validate_json((directory / ATTEMPT_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def process_alive(record: AttemptRecord) -> bool:
+    """Whether the process that wrote the record still runs (on this host)."""
+    if record.host != socket.gethostname() or record.pid == os.getpid():
+        return False
+    try:
+        os.kill(record.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return "ageval" in Path(f"/proc/{record.pid}/cmdline").read_text(errors="replace")
+    except OSError:
+        return True
+
+
+def _timestamp(record: ActivityRecord) -> float:
+    return datetime.fromisoformat(record.time.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+
+
+@dataclass
+class ResumePoint:
+    """What the journal of an interrupted attempt says."""
+
+    completed: list[ActivityRecord]
+    abandoned: list[ActivityRecord]
+    checkpoint: dict[str, Any] | None
+    spent_seconds: float
+
+    @property
+    def invocations_used(self) -> int:
+        return sum(1 for record in self.completed if record.type == "invocation")
+
+    @property
+    def aligned(self) -> bool:
+        """True when nothing happened after the last checkpoint (the container matches it)."""
+        return not self.abandoned
+
+
+def resume_point(journal: ActivityJournal, attempt: AttemptRecord) -> ResumePoint:
+    records = journal.read()
+    last = max((i for i, r in enumerate(records) if r.type == "checkpoint"), default=-1)
+    completed, abandoned = records[: last + 1], records[last + 1 :]
+    spent = attempt.spent_seconds
+    if attempt.run_started is not None and completed:
+        spent += max(0.0, _timestamp(completed[-1]) - attempt.run_started)
+    checkpoint = completed[-1].detail if completed else None
+    return ResumePoint(completed, abandoned, checkpoint, spent)
+
+
+def set_aside(journal: ActivityJournal, point: ResumePoint) -> None:
+    """Keep only the completed prefix in activity.jsonl; move the rest beside it."""
+    if point.abandoned:
+        with (journal.path.parent / ABANDONED_FILE).open("a", encoding="utf-8") as handle:
+            for record in point.abandoned:
+                handle.write(record.model_dump_json(exclude_none=True) + "\n")
+    text = "".join(r.model_dump_json(exclude_none=True) + "\n" for r in point.completed)
+    atomic_write(journal.path, text.encode())
+    journal.reset_sequence(len(point.completed))
+
+
+@dataclass
+class Replayer:
+    """Hands run.py's calls their recorded results, in order, until the resume point."""
+
+    steps: list[ActivityRecord]
+    position: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def from_point(cls, point: ResumePoint | None) -> Replayer:
+        completed = point.completed if point else []
+        return cls([record for record in completed if record.type in RUN_STEPS])
+
+    def next(self, type: str, **match: Any) -> ActivityRecord | None:
+        """The recorded step for this call, or None once the journal is exhausted or differs."""
+        with self.lock:
+            if self.position >= len(self.steps):
+                return None
+            record = self.steps[self.position]
+            if record.type != type or any(getattr(record, k) != v for k, v in match.items()):
+                self.position = len(self.steps)  # run.py took another path: go live from here
+                return None
+            self.position += 1
+            return record
+
+
+def recorded_usage(record: ActivityRecord) -> dict[str, Any]:
+    usage = record.detail.get("usage")
+    return usage if isinstance(usage, dict) else {}

@@ -1,0 +1,2 @@
+#!/bin/bash
+: > /logs/verifier/reward.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "$GREETING $SOLUTION_WORD $DEBIAN_FRONTEND" > /tmp/answer.txt

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo 42 > /tmp/answer.txt

@@ -1,0 +1,2 @@
+words=(one two)
+if [[ ${#words[@]} == 2 && -n "${BASH_VERSION}" ]]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi

@@ -243,20 +243,26 @@ def ensure_bundle(
     return Bundle(spec, key, path, platform, info)
 
 
-def container_mounts(
-    entries: Mapping[str, str | None], *, cache_dir: Path | None = None
-) -> tuple[tuple[str, str], ...]:
-    """Read-only mounts (host, container) for the bundles that role entries name.
+def entry_bundle(profile: Mapping[str, Any]) -> BundleSpec | None:
+    """The bundle a role's (locked) profile runs: an `acp` profile whose entry names one."""
+    if profile.get("executor") != "acp":
+        return None
+    options = profile.get("options") or {}
+    entry = profile.get("entry") or options.get("entry") or ""
+    words = str(entry).split()
+    return BUNDLES.get(words[0]) if words else None
 
-    `entries` maps a role to its profile entry (`options.entry`); entries that are not
-    bundles are skipped. Missing bundles are built here, before the container starts.
+
+def container_mounts(
+    roles: Mapping[str, Mapping[str, Any]], *, cache_dir: Path | None = None
+) -> tuple[tuple[str, str], ...]:
+    """Read-only bind mounts (host path, container path) for the bundles the roles run.
+
+    `roles` are the lock's role profiles (`lock["binding"]["roles"]`). Bundles missing on
+    this machine are built here, before the attempt container starts.
     """
-    mounts: dict[str, tuple[str, str]] = {}
-    for entry in entries.values():
-        name = (entry or "").split(" ", 1)[0]
-        if name in BUNDLES and name not in mounts:
-            mounts[name] = ensure_bundle(name, cache_dir=cache_dir).mount
-    return tuple(mounts[name] for name in sorted(mounts))
+    names = sorted({spec.name for spec in map(entry_bundle, roles.values()) if spec})
+    return tuple(ensure_bundle(name, cache_dir=cache_dir).mount for name in names)
 
 
 def bundle_archive(bundle: Bundle) -> Path:
@@ -437,13 +443,14 @@ def _wrapper_script(script: str) -> str:
 
 
 def _world_readable(root: Path) -> None:
-    """Agents may run as any user in the container: everything readable, dirs searchable."""
+    """Agents may run as any user in the container: `chmod -R a+rX`."""
     for directory, _, files in os.walk(root):
         os.chmod(directory, os.stat(directory).st_mode | 0o555)
         for name in files:
             path = os.path.join(directory, name)
             if not os.path.islink(path):
-                os.chmod(path, os.stat(path).st_mode | 0o444)
+                mode = os.stat(path).st_mode
+                os.chmod(path, mode | (0o555 if mode & 0o100 else 0o444))
 
 
 def _marker(

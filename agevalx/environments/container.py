@@ -19,6 +19,7 @@ from agevalx.environments.engine import LABEL, EnvironmentFailure, client
 WORKSPACE = "/attempt/workspace"
 HOME = "/attempt/home"
 PRIVATE = "/attempt/.ageval"
+ATTEMPT_LABEL = f"{LABEL}.attempt"
 SESSION = uuid.uuid4().hex
 """Labels every container this process starts, so an interrupted run can remove them all."""
 OUTPUT_LIMIT = 1 << 20
@@ -238,6 +239,13 @@ def find_container(container_id: str | None) -> AttemptContainer | None:
         return None
     except docker.errors.APIError as exc:
         raise EnvironmentFailure("docker_unavailable", f"docker failed: {exc}") from None
+
+
+def remove_scoring_containers(attempt: str) -> None:
+    """Remove the scoring containers an interrupted process left for this attempt."""
+    labels = [f"{ATTEMPT_LABEL}={attempt}", f"{LABEL}=scoring"]
+    for container in client().containers.list(all=True, filters={"label": labels}):
+        AttemptContainer(container).remove()
 
 
 def remove_session_containers() -> int:

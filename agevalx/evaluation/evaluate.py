@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from agevalx.cache.manifest import ActionManifest, OutputRef
-from agevalx.environments.container import HOME, PRIVATE, WORKSPACE, AttemptContainer, ContainerSpec
-from agevalx.environments.engine import EnvironmentFailure, image_exists
+from agevalx.environments.container import (
+    ATTEMPT_LABEL,
+    HOME,
+    PRIVATE,
+    WORKSPACE,
+    AttemptContainer,
+    ContainerSpec,
+)
+from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.results.paths import attempt_id
 from agevalx.runner.snapshot import restore
 
 RUNNER = Path(__file__).with_name("runner_script.py")
@@ -51,6 +59,7 @@ def scoring_container(
         user=host.get("user") or lock["binding"]["environment_options"].get("user"),
         tmpfs_mb=lock["task"]["evaluation"]["tmpfs_mb"],
         platform=host.get("platform"),
+        labels=((ATTEMPT_LABEL, attempt_id(node)), (LABEL, "scoring")),
     )
     container = AttemptContainer.start(spec)
     if from_snapshots:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
+from agevalx.environments.container import remove_scoring_containers
 from agevalx.errors import AgevalError, UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.graph.plan import Plan
@@ -82,6 +83,7 @@ def mark_resume(planned: Plan, attempt: str) -> None:
             hint="restore the task's files and profiles, or start a new attempt",
         )
     node.payload["resume"] = True
+    remove_scoring_containers(attempt)
 
 
 class CutPoint(BaseModel):

@@ -10,6 +10,7 @@ from agevalx.reports.build import build_report
 from agevalx.reports.errors import ReportError
 from agevalx.reports.formats import render_report
 from agevalx.reports.models import FORMATS, AttemptRef, JobRef, Report, ReportFormat, ReportRow
+from agevalx.reports.output import save_report
 
 __all__ = [
     "FORMATS",
@@ -21,4 +22,5 @@ __all__ = [
     "ReportRow",
     "build_report",
     "render_report",
+    "save_report",
 ]

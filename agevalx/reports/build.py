@@ -18,10 +18,10 @@ Binding = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str | None], ...]]
 
 def build_report(source: Path, *, job: str | None = None) -> Report:
     """The report of a dataset dir (every attempt, or one `job`), a job dir or a summary.json."""
-    return report_of(collect(source, job))
+    return _report_of(collect(source, job))
 
 
-def report_of(collected: Collected) -> Report:
+def _report_of(collected: Collected) -> Report:
     """Rows sorted so that the same results always give the same report."""
     results = collected.results
     k = collected.k or max(result.attempt for result in results) + 1
@@ -45,7 +45,7 @@ def _binding(result: AttemptResult) -> Binding:
     return tuple(sorted(result.agents.items())), tuple(sorted(result.models.items()))
 
 
-def label(pairs: Iterable[tuple[str, str | None]]) -> str:
+def _label(pairs: Iterable[tuple[str, str | None]]) -> str:
     """`label` for a single role, `role=label, ...` for several; `-` stands for none."""
     items = [(role, value or "-") for role, value in pairs]
     if len(items) == 1:
@@ -110,8 +110,8 @@ def _row(
     return ReportRow(
         scope=scope,
         task_id=task_id,
-        agent=label(agents),
-        model=label(models),
+        agent=_label(agents),
+        model=_label(models),
         agents=dict(agents),
         models=dict(models),
         tasks=task_count,

@@ -91,8 +91,13 @@ class ResumePoint:
 
     completed: list[ActivityRecord]
     abandoned: list[ActivityRecord]
-    checkpoint: dict[str, Any] | None
     spent_seconds: float
+
+    @property
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The last checkpoint's detail (key, workspace, home), if one was taken."""
+        found = [record for record in self.completed if record.type == "checkpoint"]
+        return found[-1].detail if found else None
 
     @property
     def invocations_used(self) -> int:
@@ -100,19 +105,33 @@ class ResumePoint:
 
     @property
     def aligned(self) -> bool:
-        """True when nothing happened after the last checkpoint (the container matches it)."""
+        """True when no step was cut short: a surviving container matches the journal."""
         return not self.abandoned
+
+    def unsnapshotted(self) -> ActivityRecord | None:
+        """The last invocation when the process died before checkpointing it."""
+        if self.completed and self.completed[-1].type == "invocation":
+            return self.completed[-1]
+        return None
+
+    def back_to_checkpoint(self) -> ResumePoint:
+        """Without the old container, only what the last checkpoint holds is complete."""
+        last = max((i for i, r in enumerate(self.completed) if r.type == "checkpoint"), default=-1)
+        kept, dropped = self.completed[: last + 1], self.completed[last + 1 :]
+        return ResumePoint(kept, dropped + self.abandoned, self.spent_seconds)
 
 
 def resume_point(journal: ActivityJournal, attempt: AttemptRecord) -> ResumePoint:
+    """Completed = up to the last run-level step (invocation, exec, file write, checkpoint);
+    the agent actions of an invocation that did not finish come after it and are abandoned."""
     records = journal.read()
-    last = max((i for i, r in enumerate(records) if r.type == "checkpoint"), default=-1)
+    kinds = (*RUN_STEPS, "checkpoint")
+    last = max((i for i, r in enumerate(records) if r.type in kinds), default=-1)
     completed, abandoned = records[: last + 1], records[last + 1 :]
     spent = attempt.spent_seconds
     if attempt.run_started is not None and completed:
         spent += max(0.0, _timestamp(completed[-1]) - attempt.run_started)
-    checkpoint = completed[-1].detail if completed else None
-    return ResumePoint(completed, abandoned, checkpoint, spent)
+    return ResumePoint(completed, abandoned, spent)
 
 
 def set_aside(journal: ActivityJournal, point: ResumePoint) -> None:

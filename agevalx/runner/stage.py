@@ -29,6 +29,7 @@ from agevalx.config.secrets import resolve_reference
 from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.compose import compose_file
 from agevalx.environments.container import (
+    ATTEMPT_LABEL,
     AttemptContainer,
     ContainerSpec,
     find_container,
@@ -100,6 +101,7 @@ def _container_spec(node: Node, lock: dict[str, Any], image: str) -> ContainerSp
         memory_mb=parameters.get("memory_mb"),
         gpus=parameters.get("gpus"),
         platform=options.get("platform"),
+        labels=((ATTEMPT_LABEL, attempt_id(node)),),
     )
 
 
@@ -187,10 +189,10 @@ class _Invoker:
             output=result.output,
             detail={"stop_reason": result.stop_reason, "usage": result.usage},
         )
-        self._checkpoint(entry.model_dump(mode="json", exclude={"time"}))
+        self.checkpoint(entry.model_dump(mode="json", exclude={"time"}))
         return result
 
-    def _checkpoint(self, step: dict[str, Any]) -> None:
+    def checkpoint(self, step: dict[str, Any]) -> None:
         run = self.run
         with self.lock:
             taken = snapshot(run.container, run.store)
@@ -293,30 +295,32 @@ def run_stage(state: _RunState) -> str | None:
     ) from None
 
 
-def _environment(
-    node: Node,
-    context: ExecutionContext,
-    lock: dict[str, Any],
-    previous: AttemptRecord | None,
-    point: ResumePoint | None,
-) -> AttemptEnvironment:
-    """Re-attach the interrupted attempt's container when it is still aligned with the last
-    checkpoint; otherwise start a fresh environment and restore that checkpoint into it."""
-    task_dir = context.plan.dataset.tasks_dir / str(node.task_id)
+def _reattachable(
+    previous: AttemptRecord | None, point: ResumePoint | None, task_dir: Path
+) -> AttemptContainer | None:
+    """The interrupted attempt's container, when it still runs and matches the journal."""
     existing = find_container(previous.container_id) if previous else None
-    checkpoint = point.checkpoint if point else None
-    if existing is not None:
-        aligned = point is not None and point.aligned and bool(checkpoint)
-        if aligned and existing.running() and compose_file(task_dir) is None:
-            return AttemptEnvironment(container=existing)
-        existing.remove()
+    if existing is None:
+        return None
+    usable = point is not None and point.aligned and compose_file(task_dir) is None
+    if usable and existing.running():
+        return existing
+    existing.remove()
+    return None
+
+
+def _fresh_environment(
+    node: Node, context: ExecutionContext, lock: dict[str, Any], point: ResumePoint | None
+) -> AttemptEnvironment:
+    """A new environment, with the last checkpoint (if any) restored into it."""
+    task_dir = context.plan.dataset.tasks_dir / str(node.task_id)
     image = image_reference(context, node)
     environment = start_environment(node, lock, task_dir, image, context.plan.profiles_path)
+    checkpoint = point.checkpoint if point else None
     if checkpoint:
         try:
-            restore(
-                environment.container, context.store, checkpoint["workspace"], checkpoint["home"]
-            )
+            snapshots = (checkpoint["workspace"], checkpoint["home"])
+            restore(environment.container, context.store, *snapshots)
         except BaseException:
             environment.close()
             raise
@@ -337,6 +341,9 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         shutil.rmtree(directory, ignore_errors=True)
     journal = ActivityJournal(directory / "activity.jsonl")
     point = resume_point(journal, previous) if previous else None
+    reattached = _reattachable(previous, point, task_dir)
+    if point is not None and reattached is None:
+        point = point.back_to_checkpoint()
     if point is not None:
         set_aside(journal, point)
     record = AttemptRecord(
@@ -353,7 +360,10 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     write_attempt(directory, record)
     clock = StageClock()
     started = time.monotonic()
-    environment = _environment(node, context, lock, previous, point)
+    if reattached is not None:
+        environment = AttemptEnvironment(container=reattached)
+    else:
+        environment = _fresh_environment(node, context, lock, point)
     container = environment.container
     record.container_id, record.run_started = container.id, time.time()
     write_attempt(directory, record)
@@ -378,6 +388,11 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             checkpoint=(point.checkpoint or {}).get("key") if point else None,
         )
         started = time.monotonic()
+        pending = point.unsnapshotted() if point else None
+        if pending is not None:  # died while checkpointing a finished invocation: take it now
+            catch_up = _Invoker(state)
+            catch_up.checkpoint(pending.model_dump(mode="json", exclude={"time"}))
+            state.checkpoint = catch_up.checkpoint_parent[1]
         limit = run_stage(state)
         if limit is not None:
             journal.append("limit", detail={"key": limit})

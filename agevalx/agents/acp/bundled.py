@@ -277,7 +277,9 @@ ConfigFiles = tuple[str, dict[str, str]]
 
 
 def _pi_files(invocation: Invocation, *, rewrite_local: bool) -> ConfigFiles:
-    models, settings = pi_config(invocation.profile, invocation.environ, rewrite_local=rewrite_local)
+    models, settings = pi_config(
+        invocation.profile, invocation.environ, rewrite_local=rewrite_local
+    )
     directory = posixpath.join(invocation.container.home, ".pi", "agent")
     return directory, {"models.json": _json(models), "settings.json": _json(settings)}
 

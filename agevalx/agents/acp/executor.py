@@ -279,9 +279,7 @@ def _permission_policy(profile: Any) -> PermissionPolicy:
     return "allow" if policy == "allow" else "deny"
 
 
-async def agent_launch(
-    sandbox: Sandbox, invocation: Invocation, recorder: Recorder
-) -> AgentLaunch:
+async def agent_launch(sandbox: Sandbox, invocation: Invocation, recorder: Recorder) -> AgentLaunch:
     """How to start the role's agent.
 
     A bundled agent (`pi`) is located or copied in and configured first (see `bundled`);

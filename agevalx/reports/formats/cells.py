@@ -29,6 +29,10 @@ def one_line(text: str) -> str:
     )
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -62,3 +66,15 @@ def columns(report: Report, scope: str) -> list[Column]:
         Column("config", config),
     ]
     return [*lead, *names, *counts]
+
+
+def heading(report: Report) -> list[str]:
+    """The lines under the title: datasets, k, attempts, the jobs read."""
+    attempts = sum(row.metrics.n for row in report.tasks)
+    tasks = len({row.task_id for row in report.tasks})
+    lines = [
+        f"dataset {', '.join(report.datasets)}: {plural(attempts, 'attempt')} of "
+        f"{plural(tasks, 'task')}, k={report.k} for pass@k and pass^k"
+    ]
+    lines += [f"job {job.job_id} (k={job.k}), summary key {job.summary_key}" for job in report.jobs]
+    return [one_line(line) for line in lines]

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import html
 
-from agevalx.reports.formats.cells import Column, columns, one_line
-from agevalx.reports.formats.table import heading
+from agevalx.reports.formats.cells import Column, columns, heading, one_line, plural
 from agevalx.reports.models import AttemptRef, Report, ReportRow
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
-BARRED = frozenset({"pass rate"})
+BAR_COLUMNS = frozenset({"pass rate"})
 
 STYLE = """
 :root { --ink: #1f2328; --muted: #656d76; --line: #d0d7de; --head: #f6f8fa;
@@ -38,8 +37,12 @@ td.zero { color: #afb8c1; }
 .bar { display: inline-block; width: 56px; height: 8px; margin-left: 6px; background: #eaeef2;
   border-radius: 4px; overflow: hidden; vertical-align: middle; }
 .bar span { display: block; height: 100%; background: var(--bar); }
-details summary { cursor: pointer; color: var(--muted); white-space: nowrap; }
-table.keys { margin: 6px 0; width: auto; }
+a { color: #0969da; text-decoration: none; white-space: nowrap; }
+details { border-bottom: 1px solid var(--line); padding: 6px 0; }
+details summary { cursor: pointer; }
+details[open] summary { font-weight: 600; }
+table.keys { margin: 6px 0 6px 18px; width: auto; }
+table.keys td.mono { white-space: nowrap; }
 table.keys td, table.keys th { border: none; padding: 1px 8px 1px 0; font-size: 12px; }
 table.keys th { color: var(--muted); font-weight: normal; }
 .status-PASS { color: var(--pass); } .status-FAIL { color: var(--fail); }
@@ -75,7 +78,7 @@ def _cell(column: Column, row: ReportRow) -> str:
         classes.append(column.header if status[column.header] else "zero")
     rate = row.metrics.pass_rate
     bar = ""
-    if column.header in BARRED and rate is not None:
+    if column.header in BAR_COLUMNS and rate is not None:
         bar = f'<span class="bar"><span style="width:{rate * 100:.1f}%"></span></span>'
     return f'<td class="{" ".join(classes)}">{esc(text)}{bar}</td>'
 
@@ -94,17 +97,20 @@ def _attempt(attempt: AttemptRef) -> str:
     return "<tr>" + "".join(cells) + "</tr>"
 
 
-def _keys(row: ReportRow) -> str:
+def _trace(anchor: str, row: ReportRow) -> str:
+    """The row's node keys: a closed details block in the key section, one line per attempt."""
     digests = ", ".join(f"<code>{esc(digest)}</code>" for digest in row.config_digests)
+    names = " · ".join([row.task_id or "all tasks", row.agent, row.model])
+    count = plural(len(row.attempts), "attempt")
     header = "".join(
         f"<th>{name}</th>" for name in ("attempt", "status", "score", "run", "evaluate", "note")
     )
     attempts = "".join(_attempt(attempt) for attempt in row.attempts)
     return (
-        f"<td><details><summary>{len(row.attempts)} attempts</summary>"
+        f'<details id="{anchor}"><summary>{esc(names)}: {count}</summary>'
         f'<div class="meta">config digest {digests}</div>'
         f'<table class="keys"><thead><tr>{header}</tr></thead><tbody>{attempts}</tbody></table>'
-        "</details></td>"
+        "</details>"
     )
 
 
@@ -119,11 +125,21 @@ def _table(report: Report, scope: str, rows: list[ReportRow]) -> str:
     body = "".join(
         f'<tr title="config digest {esc(", ".join(row.config_digests))}">'
         + "".join(_cell(column, row) for column in chosen)
-        + _keys(row)
-        + "</tr>"
-        for row in rows
+        + f'<td><a href="#{scope}-{number}">{plural(len(row.attempts), "attempt")}</a></td></tr>'
+        for number, row in enumerate(rows, start=1)
     )
     return f"<table><thead><tr>{head}<th>node keys</th></tr></thead><tbody>{body}</tbody></table>"
+
+
+def _traces(report: Report) -> str:
+    blocks = [
+        _trace(f"{scope}-{number}", row)
+        for scope, rows in (("overall", report.overall), ("task", report.tasks))
+        for number, row in enumerate(rows, start=1)
+    ]
+    return "<h2>Node keys<span>every number above comes from these nodes</span></h2>\n" + (
+        "\n".join(blocks)
+    )
 
 
 def _legend() -> str:
@@ -146,5 +162,5 @@ def render_html(report: Report) -> str:
         f"{_table(report, 'overall', report.overall)}\n"
         "<h2>Per task<span>one row per task, agent and model</span></h2>\n"
         f"{_table(report, 'task', report.tasks)}\n"
-        f"{_legend()}\n</main>\n</body>\n</html>\n"
+        f"{_traces(report)}\n{_legend()}\n</main>\n</body>\n</html>\n"
     )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agevalx.reports.formats.cells import columns, one_line
-from agevalx.reports.formats.table import heading
+from agevalx.reports.formats.cells import columns, heading, one_line
 from agevalx.reports.models import AttemptRef, Report, ReportRow
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~!#])")

@@ -9,23 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agevalx.reports.formats.cells import columns, one_line
+from agevalx.reports.formats.cells import columns, heading, one_line
 from agevalx.reports.models import Report, ReportRow
 
 WIDTH = 1000
 """Wide enough that every table has its natural width: the text never depends on a terminal."""
-
-
-def heading(report: Report) -> list[str]:
-    """The lines under the title: datasets, k, attempts, the jobs read."""
-    attempts = sum(row.metrics.n for row in report.tasks)
-    tasks = len({row.task_id for row in report.tasks})
-    lines = [
-        f"dataset {', '.join(report.datasets)}: {attempts} attempts of {tasks} tasks, "
-        f"k={report.k} for pass@k and pass^k"
-    ]
-    lines += [f"job {job.job_id} (k={job.k}), summary key {job.summary_key}" for job in report.jobs]
-    return [one_line(line) for line in lines]
 
 
 def _table(report: Report, title: str, scope: str, rows: list[ReportRow]) -> Table:

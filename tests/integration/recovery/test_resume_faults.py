@@ -1,0 +1,185 @@
+"""Kill -9 the ageval process at many points of a run, resume, and get the uninterrupted result.
+
+The scripted agent's invocations are counted outside the container, from the Docker engine's
+own exec events, so a completed invocation that ran twice would be seen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.cli import main
+from agevalx.environments.engine import client
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNCASES = ROOT / "tests/integration/data/runcases"
+AGEVAL = str(Path(sys.executable).with_name("ageval"))
+TASK = "three-steps"
+
+
+def records(dataset: Path) -> list[dict[str, Any]]:
+    found = []
+    for path in (dataset / ".ageval/runs").glob("*/activity.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                pass
+    return found
+
+
+def attempt_dirs(dataset: Path) -> list[Path]:
+    return (
+        sorted((dataset / ".ageval/runs").glob("*")) if (dataset / ".ageval/runs").exists() else []
+    )
+
+
+def evaluation_running(dataset: Path) -> bool:
+    names = {f"{d.name}" for d in attempt_dirs(dataset)}
+    labels = [
+        c.labels.get("ageval.attempt")
+        for c in client().containers.list()
+        if c.labels.get("ageval") == "scoring"
+    ]
+    return bool(names & set(labels))
+
+
+def agent_starts(since: float) -> int:
+    events = client().events(
+        since=int(since),
+        until=int(time.time()) + 1,
+        decode=True,
+        filters={"type": "container", "event": "exec_create"},
+    )
+    return sum(1 for event in events if "agent.py" in json.dumps(event.get("Actor", {})))
+
+
+def kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 90) -> None:
+    process = subprocess.Popen(
+        [AGEVAL, "run", str(dataset), "--task", TASK, "--fresh", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while not condition():
+            assert process.poll() is None, "the run finished before the fault point"
+            assert time.monotonic() < deadline, "the fault point was never reached"
+            time.sleep(0.05)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def resume(dataset: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    [directory] = attempt_dirs(dataset)
+    assert not (directory / "result.json").exists()
+    code = main(["run", str(dataset), "--task", TASK, "--resume", directory.name, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    return document
+
+
+def count(dataset: Path, kind: str) -> int:
+    return sum(1 for record in records(dataset) if record["type"] == kind)
+
+
+FAULTS: dict[str, tuple[Callable[[Path], bool], int]] = {
+    # name: (when to kill, agent processes expected in total: 3 + interrupted in-flight ones)
+    "environment start": (lambda d: any((p / "attempt.json").exists() for p in attempt_dirs(d)), 3),
+    "mid-invocation": (lambda d: any(r["type"] == "terminal" for r in records(d)), 4),
+    "during a checkpoint": (lambda d: count(d, "invocation") >= 2, 3),
+    "between invocations": (lambda d: count(d, "exec") >= 1, 3),
+    "during evaluation": (evaluation_running, 3),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, fault) -> None:
+    dataset = copy_dataset(RUNCASES)
+    condition, expected_starts = FAULTS[fault]
+    started = time.time()
+    kill_when(dataset, lambda: condition(dataset))
+    done_before = [r for r in records(dataset) if r["type"] == "invocation"]
+    document = resume(dataset, capsys)
+    result = document["results"][0]
+    assert result["status"] == "PASS", result
+    assert result["details"] == {"steps": ["one", "two", "three"], "after": ["0", "1", "2"]}
+    final = records(dataset)
+    invocations = [r for r in final if r["type"] == "invocation"]
+    assert [r["invocation"] for r in invocations] == [0, 1, 2]
+    assert invocations[: len(done_before)] == done_before  # nothing recorded was lost
+    starts = agent_starts(started)
+    assert starts <= expected_starts, f"{starts} agent processes: a completed invocation ran again"
+    mine = client().containers.list(all=True, filters={"label": "ageval.task=three-steps"})
+    assert [c for c in mine if c.status == "running"] == []
+
+
+def test_resume_after_the_container_was_removed_by_hand(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    kill_when(dataset, lambda: count(dataset, "exec") >= 1)
+    [directory] = attempt_dirs(dataset)
+    container_id = json.loads((directory / "attempt.json").read_text())["container_id"]
+    client().containers.get(container_id).remove(force=True)
+    assert resume(dataset, capsys)["results"][0]["status"] == "PASS"
+
+
+def test_resume_is_refused_for_sealed_running_and_changed_attempts(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    kill_when(dataset, lambda: count(dataset, "exec") >= 1)
+    [directory] = attempt_dirs(dataset)
+    args = ["run", str(dataset), "--task", TASK, "--resume", directory.name, "--json"]
+
+    attempt = json.loads((directory / "attempt.json").read_text())
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ageval"])
+    try:
+        (directory / "attempt.json").write_text(json.dumps({**attempt, "pid": sleeper.pid}))
+        assert main(args) == 2
+        assert json.loads(capsys.readouterr().out)["error"]["code"] == "resume_attempt_running"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    (directory / "attempt.json").write_text(json.dumps(attempt))
+
+    prompt = dataset / "tasks" / TASK / "run.py"
+    original = prompt.read_text()
+    prompt.write_text(original + "\n# changed\n")
+    assert main(args) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "resume_config_mismatch"
+    prompt.write_text(original)
+
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "resume_sealed"
+    assert not (directory / "result.json").read_text() == ""
+
+
+def test_a_corrupt_checkpoint_is_detected_and_the_previous_one_used(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    kill_when(dataset, lambda: count(dataset, "exec") >= 2)
+    checkpoints = [r for r in records(dataset) if r["type"] == "checkpoint"]
+    assert len(checkpoints) >= 2
+    from agevalx.cache.location import default_cache_dir
+    from agevalx.cache.store import CacheStore
+
+    store = CacheStore(default_cache_dir())
+    latest = store.get_tree(checkpoints[-1]["detail"]["workspace"])
+    victim = next(entry for entry in latest.files() if entry.path == "steps.txt")
+    blob = store.root / "objects" / "xxh3-128" / victim.digest[:2] / victim.digest[2:]
+    blob.chmod(0o644)
+    blob.write_bytes(b"tampered\n")
+    document = resume(dataset, capsys)
+    assert document["results"][0]["status"] == "PASS"

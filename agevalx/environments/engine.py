@@ -41,3 +41,11 @@ def image_exists(reference: str) -> bool:
     except (DockerException, OSError) as exc:
         raise EnvironmentFailure("docker_unavailable", f"the Docker engine failed: {exc}") from None
     return True
+
+
+def remove_image(reference: str) -> None:
+    """Remove an image ageval made; a missing one is fine."""
+    try:
+        client().images.remove(reference, force=True)
+    except (DockerException, OSError):
+        pass

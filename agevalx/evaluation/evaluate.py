@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,22 +77,24 @@ def scoring_container(
     return container
 
 
-def _context_document(lock: dict[str, Any], run: ActionManifest) -> dict[str, Any]:
+def _context_document(lock: dict[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "evaluator": f"{TASK_COPY}/evaluator.py",
         "workspace": WORKSPACE,
         "home": HOME,
         "task_dir": TASK_COPY,
         "params": lock["task"]["parameters"],
-        "limit": run.meta.get("limit"),
-        "run": {"invocations": run.meta.get("invocations"), "limit": run.meta.get("limit")},
+        "limit": run.get("limit"),
+        "run": {"invocations": run.get("invocations"), "limit": run.get("limit")},
     }
 
 
 def evaluate_in(
-    container: AttemptContainer, task_dir: Path, lock: dict[str, Any], run: ActionManifest
+    container: AttemptContainer, task_dir: Path, lock: dict[str, Any], run: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Copy the evaluator in, run it within evaluate_seconds, return its result document."""
+    """Copy the evaluator in, run it within evaluate_seconds, return its result document.
+
+    `run` is the run node's meta (limit, invocations)."""
     container.put_directory(task_dir, TASK_COPY)
     container.put_files(
         PRIVATE,
@@ -133,7 +136,7 @@ def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
     started = time.monotonic()
     container = scoring_container(context, node, run, lock)
     try:
-        document = evaluate_in(container, task_dir, lock, run)
+        document = evaluate_in(container, task_dir, lock, run.meta)
     finally:
         container.remove()
     document["seconds"] = round(time.monotonic() - started, 3)

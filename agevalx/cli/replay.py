@@ -1,0 +1,48 @@
+"""`ageval replay`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agevalx.cli.options import CacheDirOption, DatasetArgument, JsonOption, open_store
+from agevalx.cli.render import print_json, stdout
+from agevalx.operations.replay import replay as replay_attempt
+
+
+def replay(
+    dataset: DatasetArgument,
+    run: Annotated[str, typer.Option("--run", help="The attempt whose actions to replay.")],
+    evaluate: Annotated[
+        bool, typer.Option("--evaluate", help="Score the replayed outputs with evaluator.py.")
+    ] = False,
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Re-execute an attempt's recorded terminal actions in a new environment, without any
+    model; report the first divergence. The source attempt is not changed.
+    """
+    with open_store(cache_dir) as store:
+        report = replay_attempt(dataset, run, store, evaluate=evaluate)
+    if as_json:
+        print_json({"ok": True, **report.model_dump(mode="json")})
+        return
+    stdout.print(
+        f"replay of {report.source_attempt}: {report.status}, {report.steps} steps, "
+        f"{report.divergences} diverged -> {report.evidence}",
+        markup=False,
+    )
+    if report.first_divergence is not None:
+        first = report.first_divergence
+        stdout.print(
+            f"first divergence: step {first.step} (source seq {first.source_seq}) "
+            f"`{first.command}`: exit {first.expected_exit_code} -> {first.actual_exit_code}, "
+            f"output {first.expected_output_digest} -> {first.actual_output_digest}",
+            markup=False,
+        )
+    if report.evaluation is not None:
+        stdout.print(
+            f"evaluation: {report.evaluation.get('status')} score={report.evaluation.get('score')}",
+            markup=False,
+        )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import platform as host_platform
@@ -166,6 +167,7 @@ def bundles_dir(cache_dir: Path | None = None) -> Path:
 _ARCHES = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
 
 
+@functools.cache
 def default_platform() -> str:
     """`linux-<arch>` of the Docker engine (where bundles run), else of this machine."""
     machine = ""

@@ -94,6 +94,14 @@ def run(
             "--keep-recovery-state", help="Keep the checkpoints of sealed attempts (fork, replay)."
         ),
     ] = False,
+    fork: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Start a new attempt from a cut point of this kept attempt."),
+    ] = None,
+    checkpoint: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(help="With --fork: the cut point's seq (see `ageval checkpoints`)."),
+    ] = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -108,11 +116,17 @@ def run(
         dataset=dataset,
         tasks=tuple(task or ()),
         k=k,
-        binding=BindingRequest(agent=agent, model=model, profiles=profiles),
+        binding=(
+            BindingRequest(agent=agent, profiles=profiles, fork_model=model)
+            if fork
+            else BindingRequest(agent=agent, model=model, profiles=profiles)
+        ),
         fresh=fresh,
         workers=max_concurrent,
         resume=resume,
         keep_recovery_state=keep_recovery_state,
+        fork=fork,
+        checkpoint=checkpoint,
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_store(cache_dir) as store:

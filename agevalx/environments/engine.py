@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from functools import cache
 from typing import Any
 
@@ -45,7 +46,5 @@ def image_exists(reference: str) -> bool:
 
 def remove_image(reference: str) -> None:
     """Remove an image ageval made; a missing one is fine."""
-    try:
+    with contextlib.suppress(DockerException, OSError):
         client().images.remove(reference, force=True)
-    except (DockerException, OSError):
-        pass

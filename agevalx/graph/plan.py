@@ -45,6 +45,8 @@ class PlanRequest:
     """Plan only these kinds (and what they need); all when None."""
     attempts: tuple[int, ...] | None = None
     """Plan only these attempt indices (a resume); 0..k-1 when None."""
+    fork: dict[str, str] | None = None
+    """A fork's origin: the source attempt and the checkpoint key it starts from."""
 
 
 @dataclass
@@ -167,10 +169,12 @@ class _Planner:
         values: dict[str, Any] = {
             "agent": self.request.binding.agent,
             "model": self.request.binding.model,
+            "fork_model": self.request.binding.fork_model,
             "attempt": attempt,
             "sample": self.request.sample,
             "k": self.request.k,
             "tasks": list(self.task_ids),
+            "fork": self.request.fork,
         }
         return values.get(name)
 

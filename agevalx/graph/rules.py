@@ -26,7 +26,7 @@ PACKAGE_INPUTS = {
     "evaluator_runner": _PACKAGE / "evaluation" / "runner_script.py",
 }
 REQUEST_INPUTS = frozenset(
-    {"agent", "model", "attempt", "sample", "k", "tasks", "step_action", "source", "checkpoint"}
+    {"agent", "model", "fork_model", "attempt", "sample", "k", "tasks", "step_action", "fork"}
 )
 
 

@@ -28,7 +28,7 @@ that verified. `harbor_pass_at_k` reproduces Harbor's job-level number for compa
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,7 +60,7 @@ class AttemptScore(BaseModel):
     """`verifier_result_invalid` or `verifier_timeout` when scored as a failure."""
 
 
-def primary_reward(rewards: Rewards) -> float | None:
+def primary_reward(rewards: Mapping[str, float]) -> float | None:
     """The `reward` key, else the single key's value, else `None`."""
     if "reward" in rewards:
         return float(rewards["reward"])
@@ -69,7 +69,7 @@ def primary_reward(rewards: Rewards) -> float | None:
     return None
 
 
-def passed_of(rewards: Rewards) -> bool | None:
+def passed_of(rewards: Mapping[str, float]) -> bool | None:
     """True/False for exactly one key valued 0 or 1; `None` otherwise."""
     if len(rewards) != 1:
         return None
@@ -77,11 +77,13 @@ def passed_of(rewards: Rewards) -> bool | None:
     return bool(value == 1) if value in (0, 1) else None
 
 
-def score_rewards(rewards: Rewards) -> AttemptScore:
+def score_rewards(rewards: Mapping[str, float]) -> AttemptScore:
     """Score a valid reward (an empty one is invalid)."""
     if not rewards:
         return score_invalid(VERIFIER_RESULT_INVALID)
-    return AttemptScore(score=primary_reward(rewards), passed=passed_of(rewards), rewards=rewards)
+    return AttemptScore(
+        score=primary_reward(rewards), passed=passed_of(rewards), rewards=dict(rewards)
+    )
 
 
 def score_invalid(code: str = VERIFIER_RESULT_INVALID) -> AttemptScore:
@@ -186,7 +188,9 @@ def _eligible_k(max_k: int) -> list[int]:
     return sorted(values)
 
 
-def harbor_pass_at_k(trials: Iterable[tuple[str, Rewards | None]]) -> dict[int, float]:
+def harbor_pass_at_k(
+    trials: Iterable[tuple[str, Mapping[str, float] | None]],
+) -> dict[int, float]:
     """Harbor 0.26's `_compute_pass_at_k_for_trials` over (task name, rewards) pairs.
 
     Trials without a valid reward are skipped; one trial whose reward is not a single 0/1

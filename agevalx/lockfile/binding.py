@@ -37,6 +37,8 @@ class BindingRequest:
     agent: str | None = None
     model: str | None = None
     profiles: Path | None = None
+    fork_model: str | None = None
+    """`--fork ... --model M`: every role of the task keeps its profile but talks to M."""
 
     def check(self) -> None:
         if self.agent is not None and self.profiles is not None:
@@ -185,7 +187,9 @@ def _roles_for_agent(
     return dict.fromkeys(role_ids, locked)
 
 
-def _roles_from_profiles(task: TaskSource, loaded: LoadedProfiles | None) -> dict[str, LockedRole]:
+def _roles_from_profiles(
+    task: TaskSource, loaded: LoadedProfiles | None, request: BindingRequest
+) -> dict[str, LockedRole]:
     roles: dict[str, LockedRole] = {}
     for index, role in enumerate(task.config.agent_profiles):
         if loaded is None:
@@ -205,7 +209,8 @@ def _roles_from_profiles(task: TaskSource, loaded: LoadedProfiles | None) -> dic
                 field=f"agent_profiles[{index}].id",
                 hint=f"add agent_profiles.{role.id} to {loaded.display}",
             )
-        roles[role.id] = _locked_role(role.id, profile, BindingRequest(), loaded)
+        override = BindingRequest(model=request.fork_model)
+        roles[role.id] = _locked_role(role.id, profile, override, loaded)
     return roles
 
 
@@ -238,7 +243,7 @@ def bind(task: TaskSource, dataset: Dataset, request: BindingRequest) -> LockedB
     if request.agent is not None:
         roles = _roles_for_agent(task, request, loaded)
     else:
-        roles = _roles_from_profiles(task, loaded)
+        roles = _roles_from_profiles(task, loaded, request)
     options = config.environment_options if config else None
     return LockedBinding(
         source="agent" if request.agent is not None else "profiles",

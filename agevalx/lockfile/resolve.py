@@ -98,7 +98,11 @@ def resolve_task_lock(
     files = task_files(task.directory, task.display, *([digester] if digester else []))
     overrides = {
         key: value
-        for key, value in (("agent", request.agent), ("model", request.model))
+        for key, value in (
+            ("agent", request.agent),
+            ("model", request.model),
+            ("fork_model", request.fork_model),
+        )
         if value is not None
     }
     body: dict[str, Any] = {

@@ -150,3 +150,44 @@ def list_checkpoints(dataset: Path, attempt: str) -> list[CutPoint]:
         file=str(directory),
         hint="run with --keep-recovery-state to keep the cut points of sealed attempts",
     )
+
+
+def fork_origin(request: RunRequest) -> tuple[dict[str, str], list[ActivityRecord]]:
+    """The checkpoint a fork starts from: its key-input and the source steps before it."""
+    assert request.fork is not None
+    task, _ = _split(request.fork)
+    if request.tasks != (task,):
+        raise UsageError(
+            "fork_task_mismatch",
+            f"attempt {request.fork} belongs to task {task!r}",
+            field="--task",
+            hint=f"pass --task {task}",
+        )
+    if request.checkpoint is None:
+        raise UsageError("fork_needs_checkpoint", "--fork needs --checkpoint <seq>")
+    source = attempt_dir(request.dataset, request.fork) / "activity.jsonl"
+    if not source.is_file():
+        raise UsageError(
+            "no_recovery_state",
+            f"attempt {request.fork} kept no recovery state",
+            field="--fork",
+            hint="fork attempts that ran with --keep-recovery-state",
+        )
+    records = _records(source.read_bytes())
+    index = next(
+        (
+            i
+            for i, r in enumerate(records)
+            if r.seq == request.checkpoint and r.type == "checkpoint"
+        ),
+        None,
+    )
+    if index is None:
+        raise UsageError(
+            "unknown_checkpoint",
+            f"attempt {request.fork} has no checkpoint with seq {request.checkpoint}",
+            field="--checkpoint",
+            hint=f"list them with: ageval checkpoints <dataset> --run {request.fork}",
+        )
+    key = str(records[index].detail["key"])
+    return {"source": request.fork, "checkpoint": key}, records[: index + 1]

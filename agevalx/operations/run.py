@@ -20,7 +20,12 @@ from agevalx.graph.plan import Plan, PlanRequest, plan
 from agevalx.images.build import execute_image, image_still_present
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import execute_lock, write_lock_view
-from agevalx.operations.recovery import check_resumable, mark_resume, write_checkpoint_index
+from agevalx.operations.recovery import (
+    check_resumable,
+    fork_origin,
+    mark_resume,
+    write_checkpoint_index,
+)
 from agevalx.results.build import attempt_result, attempts_of, execute_summary, job_summary
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
@@ -50,6 +55,10 @@ class RunRequest:
     """Continue this interrupted attempt (keeping its id)."""
     keep_recovery_state: bool = False
     """Keep checkpoints/ (the cut points) after the attempt is sealed."""
+    fork: str | None = None
+    """Start a new attempt from a cut point of this (kept) attempt."""
+    checkpoint: int | None = None
+    """With fork: the cut point's seq (see `ageval checkpoints`)."""
 
 
 @dataclass
@@ -111,6 +120,7 @@ def run(
     if request.k < 1:
         raise UsageError("invalid_k", "-k must be at least 1", field="-k")
     attempts = check_resumable(request) if request.resume else None
+    origin, inherited = fork_origin(request) if request.fork else (None, [])
     sample = _sample(request.dataset, request.fresh)
     planned = plan(
         PlanRequest(
@@ -120,9 +130,14 @@ def run(
             binding=request.binding,
             sample=sample,
             attempts=attempts,
+            fork=origin,
         ),
         store,
     )
+    if origin is not None:
+        for node in planned.nodes():
+            if node.kind == "run":
+                node.payload["fork"] = {**origin, "records": inherited}
     if request.resume:
         mark_resume(planned, request.resume)
     _revalidate_images(planned)

@@ -82,6 +82,7 @@ def attempt_result(
     seconds: dict[str, float] = {}
     if run is not None:
         fields["limit"] = run.meta.get("limit")
+        fields["forked_from"] = run.meta.get("forked_from")
         fields["invocations"] = run.meta.get("invocations")
         seconds.update(run.meta.get("seconds") or {})  # type: ignore[arg-type]
     if evaluate is not None:

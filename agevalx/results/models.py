@@ -76,6 +76,8 @@ class AttemptResult(ResultModel):
     """Every node behind the result, with its key and whether it was reused."""
     evaluator_output: str | None = None
     """The evaluator's stdout/stderr tail."""
+    forked_from: dict[str, str] | None = None
+    """For a fork: the source attempt and checkpoint key. Forks are not counted in pass@k."""
 
 
 class TaskMetrics(ResultModel):

@@ -341,6 +341,9 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         shutil.rmtree(directory, ignore_errors=True)
     journal = ActivityJournal(directory / "activity.jsonl")
     point = resume_point(journal, previous) if previous else None
+    fork = node.payload.get("fork")
+    if fork is not None:  # a fork starts from the source's steps up to its checkpoint
+        point = ResumePoint(completed=list(fork["records"]), abandoned=[], spent_seconds=0.0)
     reattached = _reattachable(previous, point, task_dir)
     if point is not None and reattached is None:
         point = point.back_to_checkpoint()
@@ -418,5 +421,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             "seconds": clock.seconds,
             "committed_image": f"{COMMITTED_REPOSITORY}:{node.key}",
             "committed_image_id": committed,
+            "forked_from": (
+                {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
+            ),
         },
     )

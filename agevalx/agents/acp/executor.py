@@ -72,7 +72,10 @@ class AcpExecutor:
     Profile keys read: `entry` (or `options.entry`), the agent's command line, split like a
     shell would; the entry `ageval-scripted-agent` runs the shipped scripted agent with
     `options.script` (a YAML or JSON file relative to the task dir); `options.permissions`
-    (`allow`, the default, or `deny`) answers permission requests.
+    (`allow`, the default, or `deny`) answers permission requests; `options.agent_env` maps
+    variable names the agent reads to `api_key`, `base_url` or `model` (see `agent_secrets`).
+    An entry naming an agent bundle (`pi`) runs it from the bundle, configured from the
+    profile (see `bundled`).
 
     `invoke` runs its own event loop: call it from a thread that has none running (the run
     stage calls it from worker threads). `sandbox_factory` decides where processes run;
@@ -154,7 +157,7 @@ class _Invocation:
             argv=launch.argv,
             workdir=container.workdir,
             env={"HOME": container.home, **launch.env},
-            secrets=self.invocation.environ,
+            secrets=agent_secrets(self.invocation),
             stdin=True,
             report_pid=True,
         )
@@ -267,6 +270,37 @@ class _Invocation:
 
     def _stderr_tail(self) -> str:
         return "" if self.agent is None else self.agent.stderr_tail
+
+
+AGENT_ENV_SOURCES = {
+    "api_key": "AGEVAL_API_KEY",
+    "base_url": "AGEVAL_BASE_URL",
+    "model": "AGEVAL_MODEL",
+}
+"""What `options.agent_env` may hand over, and the run stage's variable holding each."""
+
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def agent_secrets(invocation: Invocation) -> dict[str, str]:
+    """The agent process's secret environment: the run stage's variables, plus copies under
+    the names `options.agent_env` asks for (`{ANTHROPIC_API_KEY: api_key}`), so an agent
+    that reads its own variable gets the key without a wrapper script."""
+    environ = dict(invocation.environ)
+    mapping = (invocation.profile.get("options") or {}).get("agent_env") or {}
+    if not isinstance(mapping, dict):
+        raise AgentError("agent_options_invalid", "options.agent_env must be a mapping")
+    for name, source in mapping.items():
+        if not isinstance(name, str) or not _VARIABLE.fullmatch(name):
+            raise AgentError("agent_options_invalid", f"options.agent_env: bad name {name!r}")
+        if source not in AGENT_ENV_SOURCES:
+            choices = ", ".join(AGENT_ENV_SOURCES)
+            message = f"options.agent_env.{name} must be one of {choices}, not {source!r}"
+            raise AgentError("agent_options_invalid", message)
+        value = invocation.environ.get(AGENT_ENV_SOURCES[source])
+        if value is not None:
+            environ[name] = value
+    return environ
 
 
 def _permission_policy(profile: Any) -> PermissionPolicy:

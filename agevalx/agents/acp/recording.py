@@ -16,6 +16,10 @@ MASK = "***"
 MIN_SECRET_LENGTH = 6
 """Shorter values (`1`, `true`...) are settings, not secrets, and are left alone."""
 
+PUBLIC_VARIABLES = frozenset({"AGEVAL_MODEL", "AGEVAL_BASE_URL"})
+"""Invocation variables that are not secrets (both are written in the lock): left unmasked,
+so a model id in the agent's output or a command is recorded as it is."""
+
 RECORDED_TEXT_LIMIT = 64 * 1024
 """Characters of command output or file content kept in one recorded action."""
 
@@ -60,7 +64,8 @@ class Recorder:
 
     def __init__(self, invocation: Invocation) -> None:
         self._invocation = invocation
-        self.redactor = Redactor(invocation.environ.values())
+        secrets = [v for k, v in invocation.environ.items() if k not in PUBLIC_VARIABLES]
+        self.redactor = Redactor(secrets)
         self.failure: Exception | None = None
 
     def action(self, action: RecordedAction) -> None:

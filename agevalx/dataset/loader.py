@@ -44,6 +44,8 @@ class Dataset:
     config: DatasetConfig
     display: str
     task_ids: tuple[str, ...] = field(default=())
+    kind: str = "ageval"
+    """`ageval` (ageval.yaml) or `harbor` (a directory of Harbor tasks)."""
 
     @property
     def tasks_dir(self) -> Path:

@@ -131,6 +131,10 @@ def evaluate_in(
 def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
     assert node.task_id is not None
     lock: dict[str, Any] = context.plan.node(f"lock:{node.task_id}").payload["lock"]
+    if lock["features"].get("harbor"):
+        from agevalx.harbor.nodes import execute_harbor_evaluate
+
+        return execute_harbor_evaluate(node, context)
     run = _parent(context, node, "run")
     task_dir = context.plan.dataset.tasks_dir / node.task_id
     started = time.monotonic()

@@ -24,6 +24,7 @@ from agevalx.errors import ConfigError
 from agevalx.graph.keys import lock_field, node_key, select_files
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.rules import PACKAGE_INPUTS, Rule, load_rules
+from agevalx.harbor.dataset import harbor_dataset, harbor_lock
 from agevalx.hashing import digest_file
 from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
 from agevalx.lockfile.resolve import resolve_task_lock
@@ -104,7 +105,7 @@ class _Planner:
         self.store = store
         self.stat_cache = stat_cache
         self.rules = load_rules()
-        self.dataset = load_dataset(request.dataset)
+        self.dataset = harbor_dataset(request.dataset) or load_dataset(request.dataset)
         self.task_ids = self._chosen_tasks()
         self.graph = nx.DiGraph()
         self.files: dict[str, dict[str, str]] = {}
@@ -229,6 +230,11 @@ class _Planner:
 
     def _materialise_lock(self, node: Node, task_id: str) -> None:
         document = self._cached_lock(node) if node.status == "hit" else None
+        if document is None and self.dataset.kind == "harbor":
+            node.status, node.action = "miss", None
+            document = harbor_lock(
+                self.dataset, task_id, self.request.binding, self.task_files(task_id)
+            )
         if document is None:
             node.status, node.action = "miss", None
             digests = self.task_files(task_id)

@@ -4,7 +4,8 @@ See docs/harbor.md. The public API:
 
 - `load_harbor_tasks`, `is_harbor_task` (loader): resolved `HarborTaskSpec`s + warnings.
 - `run_verifier`, `healthcheck`, `run_oracle` (verifier): run on an `AttemptContainer`.
-- `prepare_environment`, `container_spec` (sandbox), `build_task_image`, `image_workdir`.
+- `prepare_environment`, `container_spec`, `collect_artifacts` (sandbox).
+- `build_task_image`, `image_workdir` (images).
 - `score_outcome`, `aggregate_task`, ... (scoring): pure scoring functions.
 """
 
@@ -17,7 +18,7 @@ from agevalx.harbor.outcomes import (
     VerifierOutcome,
     VerifierStatus,
 )
-from agevalx.harbor.sandbox import container_spec, prepare_environment
+from agevalx.harbor.sandbox import collect_artifacts, container_spec, prepare_environment
 from agevalx.harbor.scoring import (
     AttemptScore,
     TaskMetrics,
@@ -44,6 +45,7 @@ __all__ = [
     "VerifierStatus",
     "aggregate_task",
     "build_task_image",
+    "collect_artifacts",
     "container_spec",
     "harbor_pass_at_k",
     "healthcheck",

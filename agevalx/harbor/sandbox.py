@@ -17,6 +17,7 @@ import docker
 
 from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.harbor.models import ArtifactConfig
 from agevalx.harbor.spec import HarborTaskSpec
 
 LOGS = "/logs"
@@ -126,3 +127,36 @@ def prepare_environment(
         container.put_files(target, directory_files(spec.dir / "environment"))
     dirs = f"{AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACT_LOGS}"
     run_checked(container, f"mkdir -p {dirs} && chmod 777 {dirs}", "creating /logs")
+
+
+def _is_directory(container: AttemptContainer, path: str) -> bool:
+    probe = container.exec(f"test -d {shlex.quote(path)}", workdir="/", user=ROOT)
+    return probe.exit_code == 0
+
+
+def _artifact_target(destination: Path, source: str, chosen: str | None) -> Path:
+    relative = chosen or source.lstrip("/")
+    return destination / relative if relative else destination
+
+
+def collect_artifacts(
+    container: AttemptContainer, spec: HarborTaskSpec, destination: Path
+) -> list[str]:
+    """Copy /logs/artifacts and every `[[artifacts]]` entry out of the container, each
+    absolute source path mirrored under `destination` (or at its `destination`), as
+    Harbor's artifact handler places them; returns the sources found. `exclude` patterns
+    are not applied; missing sources are skipped."""
+    collected: list[str] = []
+    sources = [ArtifactConfig(source=ARTIFACT_LOGS), *spec.artifacts]
+    entries = [(a.source, _artifact_target(destination, a.source, a.destination)) for a in sources]
+    for source, target in entries:
+        if _is_directory(container, source):
+            container.get_directory(source, target)
+            collected.append(source)
+            continue
+        data = container.read_file(source, limit=READ_LIMIT)
+        if data is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            collected.append(source)
+    return collected

@@ -226,6 +226,38 @@ def _evaluate_host(config: ProfilesConfig | None) -> dict[str, Any]:
     return {"isolated": config.evaluate_host.isolated, "environment_options": host}
 
 
+def bind_agent_only(dataset: Dataset, request: BindingRequest) -> dict[str, Any]:
+    """The binding of a dataset without profiles of its own (Harbor): one role, `solver`,
+    bound to `--agent` (a profile of `--profiles`, or the built-in oracle)."""
+    if request.agent is None:
+        raise UsageError(
+            "agent_required",
+            "a Harbor dataset has no profiles.yaml: name the agent",
+            field="--agent",
+            hint="pass --agent oracle, or --agent NAME with --profiles FILE defining NAME",
+        )
+    loaded = load_profiles(dataset, request) if request.profiles else None
+    known = dict(BUILTIN_AGENTS) | (dict(loaded.config.agent_profiles) if loaded else {})
+    profile = known.get(request.agent)
+    if profile is None:
+        raise UsageError(
+            "unknown_agent",
+            f"no agent named {request.agent!r}",
+            field="--agent",
+            hint=f"use one of: {', '.join(sorted(known))}",
+        )
+    role = _locked_role(request.agent, profile, request, loaded)
+    options = loaded.config.environment_options if loaded else EnvironmentOptions()
+    return {
+        "source": "agent",
+        "profiles_file": None,
+        "environment": "docker",
+        "environment_options": options.model_dump(exclude_none=True, exclude=UNLOCKED_OPTIONS),
+        "evaluate_host": _evaluate_host(loaded.config if loaded else None),
+        "roles": {DEFAULT_ROLE: role.model_dump(mode="json")},
+    }
+
+
 def _profiles_name(dataset: Dataset, loaded: LoadedProfiles | None) -> str | None:
     # Only a location-independent name enters the lock: the resolved roles carry the content.
     if loaded is None or loaded.path is None:

@@ -334,6 +334,10 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     """
     assert node.task_id is not None and node.attempt is not None
     lock: dict[str, Any] = context.plan.node(f"lock:{node.task_id}").payload["lock"]
+    if lock["features"].get("harbor"):
+        from agevalx.harbor.nodes import execute_harbor_run
+
+        return execute_harbor_run(node, context)
     task_dir = context.plan.dataset.tasks_dir / node.task_id
     directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
     previous = read_attempt(directory) if node.payload.get("resume") else None

@@ -72,8 +72,9 @@ class AcpExecutor:
     Profile keys read: `entry` (or `options.entry`), the agent's command line, split like a
     shell would; the entry `ageval-scripted-agent` runs the shipped scripted agent with
     `options.script` (a YAML or JSON file relative to the task dir); `options.permissions`
-    (`allow`, the default, or `deny`) answers permission requests; `options.agent_env` maps
-    variable names the agent reads to `api_key`, `base_url` or `model` (see `agent_secrets`).
+    (`allow`, the default, or `deny`) answers permission requests; `options.agent_env` lists,
+    for `api_key`, `base_url` and `model`, variables the agent reads them from (see
+    `agent_secrets`).
     An entry naming an agent bundle (`pi`) runs it from the bundle, configured from the
     profile (see `bundled`).
 
@@ -284,22 +285,27 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def agent_secrets(invocation: Invocation) -> dict[str, str]:
     """The agent process's secret environment: the run stage's variables, plus copies under
-    the names `options.agent_env` asks for (`{ANTHROPIC_API_KEY: api_key}`), so an agent
-    that reads its own variable gets the key without a wrapper script."""
+    the names `options.agent_env` lists, for agents that read their own variables:
+    `agent_env: {api_key: [ANTHROPIC_API_KEY], model: [ANTHROPIC_MODEL]}` (lists, so that
+    the lock's literal-secret check never sees a string under a credential-named key)."""
     environ = dict(invocation.environ)
     mapping = (invocation.profile.get("options") or {}).get("agent_env") or {}
     if not isinstance(mapping, dict):
         raise AgentError("agent_options_invalid", "options.agent_env must be a mapping")
-    for name, source in mapping.items():
-        if not isinstance(name, str) or not _VARIABLE.fullmatch(name):
-            raise AgentError("agent_options_invalid", f"options.agent_env: bad name {name!r}")
+    for source, names in mapping.items():
         if source not in AGENT_ENV_SOURCES:
             choices = ", ".join(AGENT_ENV_SOURCES)
-            message = f"options.agent_env.{name} must be one of {choices}, not {source!r}"
+            message = f"options.agent_env keys are {choices}, not {source!r}"
+            raise AgentError("agent_options_invalid", message)
+        listed = [names] if isinstance(names, str) else names
+        if not isinstance(listed, list) or not all(
+            isinstance(name, str) and _VARIABLE.fullmatch(name) for name in listed
+        ):
+            message = f"options.agent_env.{source} must list variable names, not {names!r}"
             raise AgentError("agent_options_invalid", message)
         value = invocation.environ.get(AGENT_ENV_SOURCES[source])
         if value is not None:
-            environ[name] = value
+            environ.update(dict.fromkeys(listed, value))
     return environ
 
 

@@ -46,13 +46,11 @@ def attempt_dirs(dataset: Path) -> list[Path]:
 
 
 def evaluation_running(dataset: Path) -> bool:
-    names = {f"{d.name}" for d in attempt_dirs(dataset)}
-    labels = [
-        c.labels.get("ageval.attempt")
-        for c in client().containers.list()
-        if c.labels.get("ageval") == "scoring"
-    ]
-    return bool(names & set(labels))
+    for directory in attempt_dirs(dataset):
+        labels = [f"ageval.attempt={directory.name}", "ageval=scoring"]
+        if client().containers.list(sparse=True, filters={"label": labels}):
+            return True
+    return False
 
 
 def agent_starts(since: float) -> int:
@@ -122,8 +120,9 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, 
     assert invocations[: len(done_before)] == done_before  # nothing recorded was lost
     starts = agent_starts(started)
     assert starts <= expected_starts, f"{starts} agent processes: a completed invocation ran again"
-    mine = client().containers.list(all=True, filters={"label": "ageval.task=three-steps"})
-    assert [c for c in mine if c.status == "running"] == []
+    labels = [f"ageval.attempt={result['attempt_id']}"]
+    mine = client().containers.list(sparse=True, filters={"label": labels})
+    assert mine == []
 
 
 def test_resume_after_the_container_was_removed_by_hand(copy_dataset, capsys) -> None:

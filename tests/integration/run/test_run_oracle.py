@@ -29,11 +29,12 @@ def outcome(document: dict[str, Any], node: str) -> str:
 
 
 def containers_created_since(started: float) -> int:
+    """Containers this process created (other processes may share the engine)."""
     events = client().events(
         since=int(started),
         until=int(time.time()) + 1,
         decode=True,
-        filters={"type": "container", "event": "create"},
+        filters={"type": "container", "event": "create", "label": f"ageval.session={SESSION}"},
     )
     return sum(1 for _ in events)
 

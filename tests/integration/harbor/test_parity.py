@@ -1,0 +1,257 @@
+"""Parity with the real Harbor: the same dataset, the oracle agent, task by task.
+
+The session fixture installs Harbor (pinned, from PyPI) into a Python >= 3.12 venv under
+~/.cache/ageval-test/harbor-venv and runs `harbor run -a oracle` on
+tests/integration/data/harbor. Then each task runs here: `load_harbor_tasks`, a container
+from the task's image (environment/Dockerfile built), `healthcheck`, `run_oracle`,
+`run_verifier` and `scoring`; rewards, score and passed must match Harbor's trial.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.environments.container import AttemptContainer
+from agevalx.harbor import (
+    VerifierOutcome,
+    VerifierStatus,
+    build_task_image,
+    collect_artifacts,
+    container_spec,
+    healthcheck,
+    image_workdir,
+    load_harbor_tasks,
+    prepare_environment,
+    run_oracle,
+    run_verifier,
+    score_outcome,
+)
+from agevalx.harbor.scoring import score_invalid, score_rewards
+from agevalx.harbor.spec import HarborTaskSpec
+
+pytestmark = pytest.mark.integration
+
+DATASET = Path(__file__).parents[1] / "data" / "harbor"
+HARBOR_VERSION = os.environ.get("AGEVAL_HARBOR_VERSION", "0.26.0")
+VENV = Path.home() / ".cache" / "ageval-test" / "harbor-venv"
+INVALID_REWARD_ERRORS = {
+    "RewardFileNotFoundError",
+    "RewardFileEmptyError",
+    "VerifierOutputParseError",
+}
+
+EXPECTED: dict[str, dict[str, float] | str] = {
+    "pass": {"reward": 1.0},
+    "fail": {"reward": 0.0},
+    "fractional": {"reward": 0.5},
+    "multi-key": {"accuracy": 0.75, "coverage": 0.5},
+    "reward-and-extra": {"reward": 1, "accuracy": 0.8},
+    "json-and-txt": {"reward": 1},
+    "empty-reward": "RewardFileEmptyError",
+    "invalid-json": "VerifierOutputParseError",
+    "verifier-timeout": "VerifierTimeoutError",
+    "solve-fails": {"reward": 0.25},
+    "canary-shebang": {"reward": 1.0},
+    "no-shebang": {"reward": 1.0},
+    "dockerfile-workdir": {"reward": 1.0},
+    "env-vars": {"reward": 1.0},
+    "environment-files": {"reward": 1.0},
+    "healthcheck": {"reward": 1.0},
+    "no-bash": {"reward": 1.0},
+}
+"""Harbor's trial rewards (or exception) per task; `no-bash` is ours: see below."""
+
+NO_BASH = "no-bash"
+"""Harbor runs every command as `bash -c`, so on an image without bash its verifier fails
+(no reward); ageval falls back to `sh` (docs/harbor.md, differences)."""
+
+
+def _works(python: str) -> bool:
+    probe = "import sys, venv; sys.exit(sys.version_info < (3, 12))"
+    try:
+        return _run([python, "-c", probe], 60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _python312() -> str | None:
+    """A Python >= 3.12 that runs (pyenv shims of uninstalled versions do not)."""
+    candidates = [sys.executable, *(shutil.which(f"python3.{m}") for m in (14, 13, 12))]
+    candidates += sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.1[2-9]*/bin/python")))
+    return next((path for path in candidates if path and _works(path)), None)
+
+
+def _run(argv: list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def _install_harbor() -> Path:
+    harbor = VENV / "bin" / "harbor"
+    marker = VENV / f".harbor-{HARBOR_VERSION}"
+    if harbor.exists() and marker.exists():
+        return harbor
+    python = _python312()
+    if python is None:
+        pytest.skip("Harbor needs Python >= 3.12 and none is installed on this machine")
+    shutil.rmtree(VENV, ignore_errors=True)
+    _run([python, "-m", "venv", str(VENV)], 300).check_returncode()
+    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+    installed = _run([*pip, f"harbor=={HARBOR_VERSION}"], 900)
+    if installed.returncode != 0:
+        pytest.skip(f"cannot install harbor=={HARBOR_VERSION} from PyPI: {installed.stderr[-300:]}")
+    if shutil.which("docker") is None or _run(["docker", "compose", "version"], 60).returncode:
+        pytest.skip("Harbor's docker environment needs the `docker compose` v2 CLI plugin")
+    marker.touch()
+    return harbor
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file under `root` by relative path (Harbor's manifest.json left out)."""
+    found = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    found.pop("manifest.json", None)
+    return found
+
+
+def _harbor_trials(jobs: Path) -> dict[str, dict[str, Any]]:
+    trials: dict[str, dict[str, Any]] = {}
+    for path in jobs.glob("*/result.json"):
+        result = json.loads(path.read_text())
+        exception = result.get("exception_info") or {}
+        verifier = result.get("verifier_result") or {}
+        trials[result["task_name"]] = {
+            "rewards": verifier.get("rewards"),
+            "exception": exception.get("exception_type"),
+            "artifacts": _files(path.parent / "artifacts"),
+        }
+    return trials
+
+
+def _unexpected(trials: dict[str, dict[str, Any]]) -> list[str]:
+    """Tasks whose trial did not end as designed (e.g. a container removed under Harbor)."""
+    wrong = []
+    for task, expected in EXPECTED.items():
+        trial = trials.get(task)
+        if task == NO_BASH:
+            continue
+        got = trial and (trial["rewards"] if isinstance(expected, dict) else trial["exception"])
+        if got != expected:
+            wrong.append(task)
+    return wrong
+
+
+def _harbor_run(harbor: Path, work: Path, job: str, tasks: list[str]) -> str:
+    argv = [str(harbor), "run", "-p", str(work / "dataset"), "-a", "oracle", "-n", "4"]
+    argv += ["-o", str(work / "jobs"), "--job-name", job, "-q", "-y"]
+    argv += [option for task in tasks for option in ("-i", task)]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGEVAL_")}
+    finished = _run(argv, 1200, cwd=work, env=env)
+    return finished.stdout[-1500:] + finished.stderr[-1500:]
+
+
+@pytest.fixture(scope="session")
+def harbor_results(
+    tmp_path_factory: pytest.TempPathFactory, docker_engine: object
+) -> dict[str, dict[str, Any]]:
+    """Harbor's trial per task. A trial that ended otherwise than designed (an engine
+    hiccup, a container removed by a concurrent suite) is run again, twice at most."""
+    harbor = _install_harbor()
+    work = tmp_path_factory.mktemp("harbor-parity")
+    shutil.copytree(DATASET, work / "dataset")
+    output = _harbor_run(harbor, work, "parity", [])
+    trials = _harbor_trials(work / "jobs" / "parity")
+    for attempt in (1, 2):
+        again = _unexpected(trials)
+        if not again:
+            break
+        output = _harbor_run(harbor, work, f"parity-rerun-{attempt}", again)
+        trials.update(_harbor_trials(work / "jobs" / f"parity-rerun-{attempt}"))
+    assert set(trials) == set(EXPECTED), output
+    return trials
+
+
+@dataclass(frozen=True)
+class Ours:
+    outcome: VerifierOutcome
+    artifacts: dict[str, bytes]
+
+
+def _run_ours(spec: HarborTaskSpec, artifacts: Path) -> Ours:
+    """One attempt; a sandbox failure (FATAL) is retried twice, as ageval's runner would."""
+    ours = _attempt(spec, artifacts / "0")
+    for retry in (1, 2):
+        if ours.outcome.status != VerifierStatus.FATAL:
+            break
+        ours = _attempt(spec, artifacts / str(retry))
+    return ours
+
+
+def _attempt(spec: HarborTaskSpec, artifacts: Path) -> Ours:
+    image = build_task_image(spec)
+    workdir = spec.workdir or image_workdir(image) or "/"
+    container = AttemptContainer.start(container_spec(spec, image, f"harbor-{spec.name}"))
+    try:
+        prepare_environment(container, spec, workdir=workdir)
+        healthcheck(container, spec, workdir=workdir)
+        run_oracle(container, spec, workdir=workdir)
+        collect_artifacts(container, spec, artifacts)
+        outcome = run_verifier(container, spec, workdir=workdir)
+    finally:
+        container.remove()
+    return Ours(outcome, _files(artifacts))
+
+
+@pytest.fixture(scope="session")
+def our_results(tmp_path_factory: pytest.TempPathFactory, docker_engine: object) -> dict[str, Ours]:
+    job = load_harbor_tasks(DATASET, environ={})
+    artifacts = tmp_path_factory.mktemp("ours-artifacts")
+    return {spec.name: _run_ours(spec, artifacts / spec.name) for spec in job.tasks}
+
+
+@pytest.mark.parametrize("task", sorted(EXPECTED))
+def test_task_matches_harbor(
+    task: str,
+    harbor_results: dict[str, dict[str, Any]],
+    our_results: dict[str, Ours],
+) -> None:
+    harbor, ours = harbor_results[task], our_results[task].outcome
+    if task == NO_BASH:
+        assert harbor["rewards"] is None and harbor["exception"] is not None
+        assert ours.status == VerifierStatus.OK and ours.rewards == EXPECTED[task]
+        return
+    expected = EXPECTED[task]
+    if isinstance(expected, dict):
+        assert harbor["rewards"] == expected, harbor
+        assert ours.status == VerifierStatus.OK, ours
+        assert ours.rewards == harbor["rewards"]
+        assert score_outcome(ours) == score_rewards(harbor["rewards"])
+        return
+    assert harbor["rewards"] is None and harbor["exception"] == expected, harbor
+    want = VerifierStatus.TIMEOUT if expected == "VerifierTimeoutError" else VerifierStatus.INVALID
+    assert ours.status == want, ours
+    assert expected in INVALID_REWARD_ERRORS | {"VerifierTimeoutError"}
+    attempt = score_outcome(ours)
+    assert attempt is not None and attempt.score == 0.0 and attempt.passed is False
+    assert attempt == score_invalid(ours.code or "")
+
+
+@pytest.mark.parametrize("task", sorted(set(EXPECTED) - {NO_BASH}))
+def test_artifacts_match_harbor(
+    task: str,
+    harbor_results: dict[str, dict[str, Any]],
+    our_results: dict[str, Ours],
+) -> None:
+    assert our_results[task].artifacts == harbor_results[task]["artifacts"]
+
+
+def test_declared_artifacts_are_collected(our_results: dict[str, Ours]) -> None:
+    assert set(our_results["pass"].artifacts) == {"logs/artifacts/note.txt", "tmp/answer.txt"}

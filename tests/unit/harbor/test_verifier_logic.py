@@ -1,0 +1,325 @@
+"""Verifier, healthcheck and oracle logic against a scripted fake container (no Docker)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from agevalx.environments.container import AttemptContainer, ExecResult
+from agevalx.environments.engine import EnvironmentFailure
+from agevalx.harbor import (
+    HarborRunError,
+    RunOverrides,
+    VerifierStatus,
+    collect_artifacts,
+    healthcheck,
+    load_harbor_tasks,
+    run_oracle,
+    run_verifier,
+)
+from agevalx.harbor import errors as codes
+from agevalx.harbor.spec import HarborTaskSpec
+from tests.unit.harbor.builders import BASE_TOML, TaskFactory
+
+pytestmark = pytest.mark.unit
+
+Responder = Callable[[str], ExecResult | None]
+
+
+@dataclass
+class Call:
+    command: str
+    workdir: str
+    environment: dict[str, str]
+    user: str | None
+    timeout: float | None
+
+
+@dataclass
+class FakeContainer:
+    """Answers `exec` from `responders` (first non-None wins, else exit 0)."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    responders: list[Responder] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    uploads: list[tuple[Path, str]] = field(default_factory=list)
+    has_bash: bool = True
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        workdir: str = "/attempt/workspace",
+        environment: dict[str, str] | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        self.calls.append(Call(command, workdir, dict(environment or {}), user, timeout))
+        if command.startswith("command -v bash"):
+            return ExecResult(0 if self.has_bash else 1, "")
+        if command.startswith("getent passwd"):
+            return ExecResult(0, "/root\n")
+        for responder in self.responders:
+            answer = responder(command)
+            if answer is not None:
+                return answer
+        return ExecResult(0, "")
+
+    def put_directory(self, source: Path, destination: str) -> None:
+        self.uploads.append((source, destination))
+
+    def get_directory(self, path: str, destination: Path) -> None:
+        destination.mkdir(parents=True, exist_ok=True)
+        (destination / "copied-from.txt").write_text(path)
+
+    def read_file(self, path: str, limit: int = 1 << 20) -> bytes | None:
+        return self.files.get(path)
+
+    def runs(self, needle: str) -> list[Call]:
+        return [call for call in self.calls if needle in call.command]
+
+
+def _spec(
+    make_task: TaskFactory, tmp_path: Path, toml: str = BASE_TOML, **run: Any
+) -> HarborTaskSpec:
+    make_task("t", toml=toml)
+    loaded = load_harbor_tasks(tmp_path / "dataset", overrides=RunOverrides(**run), environ={})
+    return loaded.tasks[0]
+
+
+def _as_container(fake: FakeContainer) -> AttemptContainer:
+    return cast(AttemptContainer, fake)
+
+
+# --- run_verifier ----------------------------------------------------------------------------
+
+
+def test_verifier_runs_test_sh_directly_and_reads_reward_json_first(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    toml = BASE_TOML + 'workdir = "/app"\n\n[verifier]\nuser = "grader"\nenv = { K = "v" }\n'
+    spec = _spec(make_task, tmp_path, toml)
+    fake = FakeContainer(
+        files={
+            "/logs/verifier/reward.json": b'{"reward": 1, "extra": 0.5}',
+            "/logs/verifier/reward.txt": b"0",
+            "/logs/verifier/test-stdout.txt": b"all good\n",
+        },
+        responders=[lambda c: ExecResult(7, "") if "/tests/test.sh)" in c else None],
+    )
+    outcome = run_verifier(_as_container(fake), spec)
+    assert outcome.status == VerifierStatus.OK
+    assert outcome.rewards == {"reward": 1, "extra": 0.5} and outcome.reward_file == "reward.json"
+    assert outcome.exit_code == 7 and outcome.test_output == "all good\n"
+    reset, chmod, run = fake.runs("rm -rf"), fake.runs("chmod +x"), fake.runs("test-stdout")
+    assert "/tests /logs/verifier" in reset[0].command and reset[0].user == "root"
+    assert chmod[0].user == "root"
+    assert run[0].command.startswith("bash -c ")
+    assert "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1" in run[0].command
+    assert (run[0].workdir, run[0].user) == ("/app", "grader")
+    assert run[0].environment == {"HOME": "/root", "K": "v"}
+    assert fake.uploads == [(spec.dir / "tests", "/tests")]
+
+
+def test_reward_txt_when_there_is_no_json(make_task: TaskFactory, tmp_path: Path) -> None:
+    fake = FakeContainer(files={"/logs/verifier/reward.txt": b"0.25\n"})
+    outcome = run_verifier(_as_container(fake), _spec(make_task, tmp_path))
+    assert outcome.rewards == {"reward": 0.25} and outcome.reward_file == "reward.txt"
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {},
+        {"/logs/verifier/reward.txt": b""},
+        {"/logs/verifier/reward.json": b"{oops"},
+        {"/logs/verifier/reward.json": b"", "/logs/verifier/reward.txt": b"1"},
+    ],
+)
+def test_missing_or_bad_reward_is_an_invalid_warning(
+    make_task: TaskFactory, tmp_path: Path, files: dict[str, bytes]
+) -> None:
+    outcome = run_verifier(_as_container(FakeContainer(files=files)), _spec(make_task, tmp_path))
+    assert outcome.status == VerifierStatus.INVALID
+    assert outcome.code == "verifier_result_invalid" and outcome.severity == "warning"
+
+
+def test_timeout_reads_no_reward(make_task: TaskFactory, tmp_path: Path) -> None:
+    timed_out = ExecResult(137, "", timed_out=True)
+    fake = FakeContainer(
+        files={"/logs/verifier/reward.txt": b"1"},
+        responders=[lambda c: timed_out if "test-stdout" in c else None],
+    )
+    toml = BASE_TOML + "\n[verifier]\ntimeout_sec = 9.0\n"
+    outcome = run_verifier(_as_container(fake), _spec(make_task, tmp_path, toml))
+    assert outcome.status == VerifierStatus.TIMEOUT and outcome.rewards is None
+    assert 0 < (fake.runs("test-stdout")[0].timeout or 0) <= 9.0
+
+
+def test_sandbox_failure_is_fatal(make_task: TaskFactory, tmp_path: Path) -> None:
+    def broken(command: str) -> ExecResult | None:
+        raise EnvironmentFailure("exec_failed", "docker exec failed")
+
+    outcome = run_verifier(
+        _as_container(FakeContainer(responders=[broken])), _spec(make_task, tmp_path)
+    )
+    assert outcome.status == VerifierStatus.FATAL and outcome.severity == "fatal"
+    assert outcome.code == "verifier_sandbox_failed"
+
+
+def test_failed_housekeeping_is_fatal(make_task: TaskFactory, tmp_path: Path) -> None:
+    fake = FakeContainer(responders=[lambda c: ExecResult(1, "ro fs") if "rm -rf" in c else None])
+    outcome = run_verifier(_as_container(fake), _spec(make_task, tmp_path))
+    assert outcome.status == VerifierStatus.FATAL
+
+
+def test_sh_when_the_image_has_no_bash(make_task: TaskFactory, tmp_path: Path) -> None:
+    fake = FakeContainer(has_bash=False, files={"/logs/verifier/reward.txt": b"1"})
+    run_verifier(_as_container(fake), _spec(make_task, tmp_path))
+    assert fake.runs("test-stdout")[0].command.startswith("sh -c ")
+
+
+def test_unresolved_variable_and_disabled_verifier(make_task: TaskFactory, tmp_path: Path) -> None:
+    toml = BASE_TOML + '\n[verifier]\nenv = { KEY = "${NOT_SET_ANYWHERE}" }\n'
+    fake = FakeContainer()
+    outcome = run_verifier(_as_container(fake), _spec(make_task, tmp_path, toml))
+    assert outcome.status == VerifierStatus.ERROR and outcome.code == codes.ENV_UNRESOLVED
+    assert fake.calls == []
+
+
+# --- healthcheck -----------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+HEALTH = BASE_TOML + (
+    '\n[environment.healthcheck]\ncommand = "probe"\ninterval_sec = 2.0\n'
+    "start_period_sec = 5.0\nstart_interval_sec = 1.0\nretries = 3\ntimeout_sec = 4.0\n"
+)
+
+
+def _exit_codes(*codes_: int) -> Responder:
+    remaining = list(codes_)
+    return lambda c: ExecResult(remaining.pop(0), "") if c.endswith("probe") else None
+
+
+def test_healthcheck_failures_in_the_start_period_do_not_count(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    clock = Clock()
+    fake = FakeContainer(responders=[_exit_codes(1, 1, 1, 1, 1, 1, 1, 0)])
+    spec = _spec(make_task, tmp_path, HEALTH)
+    result = healthcheck(_as_container(fake), spec, clock=clock, sleep=clock.sleep)
+    # t=0..4: five start-period failures (1 s apart); t=5, 7: two counted failures; t=9 ok.
+    assert result.checks == 8
+    assert clock.sleeps == [1.0] * 5 + [2.0, 2.0]
+    assert fake.runs("probe")[0].timeout == 4
+
+
+def test_healthcheck_fails_after_consecutive_retries(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    clock = Clock()
+    fake = FakeContainer(responders=[lambda c: ExecResult(1, "") if c.endswith("probe") else None])
+    spec = _spec(make_task, tmp_path, HEALTH)
+    with pytest.raises(HarborRunError) as caught:
+        healthcheck(_as_container(fake), spec, clock=clock, sleep=clock.sleep)
+    assert caught.value.code == codes.HEALTHCHECK_FAILED
+    assert clock.sleeps == [1.0] * 5 + [2.0, 2.0]
+
+
+def test_healthcheck_timeout_fails_at_once(make_task: TaskFactory, tmp_path: Path) -> None:
+    clock = Clock()
+    slow = ExecResult(137, "", timed_out=True)
+    fake = FakeContainer(responders=[lambda c: slow if c.endswith("probe") else None])
+    with pytest.raises(HarborRunError) as caught:
+        healthcheck(
+            _as_container(fake), _spec(make_task, tmp_path, HEALTH), clock=clock, sleep=clock.sleep
+        )
+    assert caught.value.code == codes.HEALTHCHECK_TIMEOUT and clock.sleeps == []
+
+
+def test_no_healthcheck_runs_nothing(make_task: TaskFactory, tmp_path: Path) -> None:
+    fake = FakeContainer()
+    assert healthcheck(_as_container(fake), _spec(make_task, tmp_path)).checks == 0
+    assert fake.calls == []
+
+
+# --- oracle ----------------------------------------------------------------------------------
+
+
+def test_oracle_env_layers_cwd_user_and_recorded_exit(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    toml = BASE_TOML.replace("[agent]\n", '[agent]\nuser = "dev"\n') + (
+        'workdir = "/w"\nenv = { A = "env", B = "env", DEBIAN_FRONTEND = "dialog" }\n'
+        '\n[solution.env]\nB = "solution"\n'
+    )
+    fake = FakeContainer(
+        files={"/logs/agent/oracle.txt": b"done\n"},
+        responders=[lambda c: ExecResult(3, "") if "solve.sh)" in c else None],
+    )
+    spec = _spec(make_task, tmp_path, toml, agent_env={"C": "agent", "B": "agent"})
+    outcome = run_oracle(_as_container(fake), spec)
+    assert (outcome.exit_code, outcome.output, outcome.error) == (3, "done\n", None)
+    run = fake.runs("oracle.txt")[0]
+    assert "(/solution/solve.sh) > /logs/agent/oracle.txt 2>&1" in run.command
+    assert (run.workdir, run.user, run.timeout) == ("/w", "dev", 120)
+    assert run.environment == {
+        "HOME": "/root",
+        "A": "env",
+        "B": "solution",
+        "C": "agent",
+        "DEBIAN_FRONTEND": "noninteractive",
+    }
+    assert fake.uploads == [(spec.dir / "solution", "/solution")]
+
+
+def test_oracle_without_solve_sh_is_recorded(make_task: TaskFactory, tmp_path: Path) -> None:
+    make_task("t", files={"solution/solve.sh": None})
+    spec = load_harbor_tasks(tmp_path / "dataset", environ={}).tasks[0]
+    outcome = run_oracle(_as_container(FakeContainer()), spec)
+    assert outcome.exit_code is None and outcome.error == "harbor_solution_missing"
+
+
+# --- artifacts -------------------------------------------------------------------------------
+
+
+def test_artifacts_mirror_their_source_paths(make_task: TaskFactory, tmp_path: Path) -> None:
+    toml = BASE_TOML + (
+        '\n[[artifacts]]\nsource = "/out/report.json"\n'
+        '\n[[artifacts]]\nsource = "/data"\ndestination = "renamed"\n'
+        '\n[[artifacts]]\nsource = "/missing"\n'
+    )
+    directories = {"/logs/artifacts", "/data"}
+    fake = FakeContainer(
+        files={"/out/report.json": b"{}"},
+        responders=[
+            lambda c: (
+                ExecResult(0 if c.split()[-1].strip("'") in directories else 1, "")
+                if c.startswith("test -d")
+                else None
+            )
+        ],
+    )
+    target = tmp_path / "artifacts"
+    found = collect_artifacts(_as_container(fake), _spec(make_task, tmp_path, toml), target)
+    assert found == ["/logs/artifacts", "/out/report.json", "/data"]
+    assert (target / "logs/artifacts/copied-from.txt").read_text() == "/logs/artifacts"
+    assert (target / "out/report.json").read_bytes() == b"{}"
+    assert (target / "renamed/copied-from.txt").read_text() == "/data"

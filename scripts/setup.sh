@@ -13,6 +13,11 @@ if ! "$python" -m venv --help >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
 fi
 
+# npm builds the read-only agent bundles (pi) that real-agent tests mount into containers.
+if ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+fi
+
 stamp=.venv/.ageval-setup
 if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt "$stamp" ]; then
   "$python" -m venv .venv

@@ -51,6 +51,8 @@ class ContainerSpec:
     tmpfs_mb: int | None = None
     platform: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[tuple[str, str], ...] = ()
+    """Read-only bind mounts (host path, container path), e.g. agent bundles."""
 
 
 def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
@@ -88,6 +90,8 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         arguments["tmpfs"] = {"/tmp": f"size={spec.tmpfs_mb}m,mode=1777"}
     if spec.platform:
         arguments["platform"] = spec.platform
+    if spec.mounts:
+        arguments["volumes"] = {host: {"bind": path, "mode": "ro"} for host, path in spec.mounts}
     return arguments
 
 

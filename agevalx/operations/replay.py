@@ -174,7 +174,8 @@ def replay(dataset: Path, attempt: str, store: CacheStore, *, evaluate: bool) ->
     directory = attempt_dir(planned.dataset.root, replay_id)
     started = time.monotonic()
     try:
-        outcome = _run(planned, lock, task, image["reference"], records, directory, evaluate)
+        reference = image["reference"]
+        outcome = _run(planned, lock, task, reference, records, directory, evaluate, store.root)
     finally:
         remove_session_containers()
     outcome.source_attempt, outcome.replay_id = attempt, replay_id
@@ -191,6 +192,7 @@ def _run(
     records: list[ActivityRecord],
     directory: Path,
     evaluate: bool,
+    cache_dir: Path,
 ) -> ReplayReport:
     from agevalx.graph.nodes import Node
 
@@ -205,7 +207,7 @@ def _run(
         attempt=0,
     )
     task_dir = planned.dataset.tasks_dir / task
-    environment = start_environment(node, lock, task_dir, image, planned.profiles_path)
+    environment = start_environment(node, lock, task_dir, image, planned.profiles_path, cache_dir)
     journal = ActivityJournal(directory / "activity.jsonl")
     commands = _recorded_commands(records)
     found: list[Divergence] = []

@@ -23,6 +23,7 @@ from agevalx.agents.base import (
     RecordedAction,
     WallTimeExceeded,
 )
+from agevalx.agents.bundles import container_mounts
 from agevalx.cache.manifest import OutputRef
 from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import resolve_reference
@@ -122,14 +123,20 @@ def _unlocked_settings(
 
 
 def start_environment(
-    node: Node, lock: dict[str, Any], task_dir: Path, image: str, profiles: Path | None
+    node: Node,
+    lock: dict[str, Any],
+    task_dir: Path,
+    image: str,
+    profiles: Path | None,
+    cache_dir: Path | None = None,
 ) -> AttemptEnvironment:
-    """Environment stage: sidecars, container, task data, setup.sh."""
+    """Environment stage: agent bundles, sidecars, container, task data, setup.sh."""
     cap_add, environment = _unlocked_settings(task_dir, profiles)
     spec = dataclasses.replace(
         _container_spec(node, lock, image),
         cap_add=cap_add,
         environment=tuple(environment.items()),
+        mounts=container_mounts(lock["binding"]["roles"], cache_dir=cache_dir),
     )
     return AttemptEnvironment.start(spec, task_dir, lock["task"]["limits"]["environment_seconds"])
 
@@ -315,7 +322,9 @@ def _fresh_environment(
     """A new environment, with the last checkpoint (if any) restored into it."""
     task_dir = context.plan.dataset.tasks_dir / str(node.task_id)
     image = image_reference(context, node)
-    environment = start_environment(node, lock, task_dir, image, context.plan.profiles_path)
+    environment = start_environment(
+        node, lock, task_dir, image, context.plan.profiles_path, context.store.root
+    )
     checkpoint = point.checkpoint if point else None
     if checkpoint:
         try:

@@ -18,6 +18,7 @@ A model server on the host given as `localhost` / `127.0.0.1` is rewritten to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import posixpath
 import time
@@ -133,15 +134,13 @@ async def _locate(sandbox: Sandbox, invocation: Invocation, spec: bundles.Bundle
     if marker.returncode == 0 and _marker_key(marker.stdout) == key:
         return _Located(mounted, "mounted", key)
     bundle = await _ensure(spec, platform)
-    archive = await asyncio.to_thread(bundles.bundle_archive, bundle)
     parent = posixpath.join(staging_dir(invocation.container, "bundles"), uuid.uuid4().hex[:12])
-    copier = await asyncio.to_thread(_Copier, invocation.container.id)
-    located = _Located(posixpath.join(parent, spec.name), "copied", key)
-    located.cleanups.append(lambda: asyncio.to_thread(copier.remove, parent))
+    copier = _Copier(invocation.container.id, parent)
+    located = _Located(posixpath.join(parent, spec.name), "copied", key, [copier.remove])
     try:
-        await asyncio.to_thread(copier.copy, str(archive), parent)
+        await asyncio.to_thread(copier.copy, bundle)
     except BaseException:
-        await asyncio.to_thread(copier.remove, parent)
+        await copier.remove()
         raise
     return located
 
@@ -164,24 +163,42 @@ def _marker_key(data: bytes) -> str | None:
 
 
 class _Copier:
-    """Copies a bundle archive into a container and removes it again (as root)."""
+    """Copies a bundle into a container (as root, from its cached tar) and removes it again."""
 
-    def __init__(self, container_id: str) -> None:
-        import docker
+    def __init__(self, container_id: str, parent: str) -> None:
+        self._container_id = container_id
+        self._parent = parent
+        self._container: Any = None
 
-        self._container = docker.from_env().containers.get(container_id)
+    def copy(self, bundle: bundles.Bundle) -> None:
+        try:
+            archive = bundles.bundle_archive(bundle)
+            self._root(["mkdir", "-p", self._parent])
+            with archive.open("rb") as handle:
+                accepted = self._docker().put_archive(self._parent, handle)
+        except AgentError:
+            raise
+        except Exception as exc:  # docker SDK and OS errors alike: the copy failed
+            raise AgentError(
+                "sandbox_copy_failed", f"cannot copy the bundle into {self._parent}: {exc}"
+            ) from None
+        if not accepted:
+            raise AgentError("sandbox_copy_failed", f"docker refused the copy into {self._parent}")
 
-    def copy(self, archive: str, parent: str) -> None:
-        self._root(["mkdir", "-p", parent])
-        with open(archive, "rb") as handle:
-            if not self._container.put_archive(parent, handle):
-                raise AgentError("sandbox_copy_failed", f"docker refused the copy into {parent}")
+    async def remove(self) -> None:
+        """Best effort: a leftover copy costs image space, not correctness."""
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self._root, ["rm", "-rf", "--", self._parent])
 
-    def remove(self, parent: str) -> None:
-        self._root(["rm", "-rf", "--", parent])
+    def _docker(self) -> Any:
+        if self._container is None:
+            import docker
+
+            self._container = docker.from_env().containers.get(self._container_id)
+        return self._container
 
     def _root(self, argv: list[str]) -> None:
-        result = self._container.exec_run(argv, user="root")
+        result = self._docker().exec_run(argv, user="root")
         if result.exit_code != 0:
             output = (result.output or b"").decode("utf-8", "replace").strip()
             raise AgentError("sandbox_copy_failed", f"{argv[0]} failed in the container: {output}")

@@ -13,6 +13,7 @@ from agevalx.cli import checkpoints as checkpoints_command
 from agevalx.cli import graph as graph_command
 from agevalx.cli import lock as lock_command
 from agevalx.cli import replay as replay_command
+from agevalx.cli import report as report_command
 from agevalx.cli import run as run_command
 from agevalx.cli.render import render_error
 from agevalx.errors import AgevalError, UsageError
@@ -30,6 +31,7 @@ app = typer.Typer(
 )
 app.command(name="lock", no_args_is_help=True)(lock_command.lock)
 app.command(name="run", no_args_is_help=True)(run_command.run)
+app.command(name="report", no_args_is_help=True)(report_command.report)
 app.command(name="checkpoints", no_args_is_help=True)(checkpoints_command.checkpoints)
 app.command(name="replay", no_args_is_help=True)(replay_command.replay)
 app.add_typer(graph_command.app, name="graph", no_args_is_help=True)

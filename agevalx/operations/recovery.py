@@ -37,17 +37,23 @@ def _split(attempt: str) -> tuple[str, int]:
     return task, int(index)
 
 
-def check_resumable(request: RunRequest) -> tuple[int, ...]:
-    """Refuse (exit 2) a resume of a sealed, changed or still running attempt."""
-    assert request.resume is not None
-    task, index = _split(request.resume)
+def _attempt_of_task(request: RunRequest, attempt: str, code: str) -> tuple[str, int]:
+    """The (task, index) of an attempt id, which must belong to the one --task given."""
+    task, index = _split(attempt)
     if request.tasks != (task,):
         raise UsageError(
-            "resume_task_mismatch",
-            f"attempt {request.resume} belongs to task {task!r}",
+            code,
+            f"attempt {attempt} belongs to task {task!r}",
             field="--task",
             hint=f"pass --task {task}",
         )
+    return task, index
+
+
+def check_resumable(request: RunRequest) -> tuple[int, ...]:
+    """Refuse (exit 2) a resume of a sealed, changed or still running attempt."""
+    assert request.resume is not None
+    _, index = _attempt_of_task(request, request.resume, "resume_task_mismatch")
     directory = attempt_dir(request.dataset, request.resume)
     if not directory.is_dir():
         raise UsageError(
@@ -155,14 +161,7 @@ def list_checkpoints(dataset: Path, attempt: str) -> list[CutPoint]:
 def fork_origin(request: RunRequest) -> tuple[dict[str, str], list[ActivityRecord]]:
     """The checkpoint a fork starts from: its key-input and the source steps before it."""
     assert request.fork is not None
-    task, _ = _split(request.fork)
-    if request.tasks != (task,):
-        raise UsageError(
-            "fork_task_mismatch",
-            f"attempt {request.fork} belongs to task {task!r}",
-            field="--task",
-            hint=f"pass --task {task}",
-        )
+    _attempt_of_task(request, request.fork, "fork_task_mismatch")
     if request.checkpoint is None:
         raise UsageError("fork_needs_checkpoint", "--fork needs --checkpoint <seq>")
     source = attempt_dir(request.dataset, request.fork) / "activity.jsonl"

@@ -25,6 +25,7 @@ from agevalx.environments.container import (
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.images.build import reference_of
 from agevalx.results.paths import attempt_id
 from agevalx.runner.snapshot import restore
 
@@ -32,18 +33,11 @@ RUNNER = Path(__file__).with_name("runner_script.py")
 TASK_COPY = f"{PRIVATE}/task"
 
 
-def _parent(context: ExecutionContext, node: Node, kind: str) -> ActionManifest:
-    for parent in context.parent_results(node):
-        if parent.kind == kind:
-            return parent
-    raise EnvironmentFailure("missing_parent", f"{node.id} has no {kind} parent result")
-
-
 def _task_image(context: ExecutionContext, node: Node) -> str:
     action = context.results.get(f"image:{node.task_id}")
     if action is None:
         raise EnvironmentFailure("image_missing", f"no image result for {node.task_id}")
-    return str(json.loads(context.store.get_bytes(action.outputs["image"].digest))["reference"])
+    return reference_of(context.store, action)
 
 
 def scoring_container(
@@ -135,7 +129,7 @@ def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
         from agevalx.harbor.nodes import execute_harbor_evaluate
 
         return execute_harbor_evaluate(node, context)
-    run = _parent(context, node, "run")
+    run = context.parent_result(node, "run")
     task_dir = context.plan.dataset.tasks_dir / node.task_id
     started = time.monotonic()
     container = scoring_container(context, node, run, lock)

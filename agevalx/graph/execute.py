@@ -48,6 +48,13 @@ class ExecutionContext:
         with self.lock:
             return [self.results[p] for p in self.plan.graph.predecessors(node.id)]
 
+    def parent_result(self, node: Node, kind: str) -> ActionManifest:
+        """The finished parent of `kind`; a missing one is a coded failure of `node`."""
+        for parent in self.parent_results(node):
+            if parent.kind == kind:
+                return parent
+        raise AgevalError("missing_parent", f"{node.id} has no {kind} parent result")
+
 
 @dataclass
 class NodeReport:

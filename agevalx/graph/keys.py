@@ -38,19 +38,7 @@ def _path_filter(include: tuple[str, ...], exclude: tuple[str, ...]) -> PathFilt
 def select_files(files: dict[str, str], selection: FileSelection) -> dict[str, str]:
     """The subset of `{path: digest}` that a rule's globs select."""
     path_filter = _path_filter(tuple(selection.include), tuple(selection.exclude))
-    return {
-        path: digest
-        for path, digest in files.items()
-        if path_filter.includes(path) and not _excluded(path_filter, path)
-    }
-
-
-def _excluded(path_filter: PathFilter, path: str) -> bool:
-    while path:
-        if path_filter.excludes(path):
-            return True
-        path = path.rpartition("/")[0]
-    return False
+    return {path: digest for path, digest in files.items() if path_filter.keeps(path)}
 
 
 def lock_field(document: dict[str, Any], dotted: str) -> Any:

@@ -21,8 +21,6 @@ from agevalx.harbor.spec import HarborTaskSpec
 from agevalx.hashing import digest_json
 from agevalx.lockfile.binding import BindingRequest, bind_agent_only
 
-NOT_AN_AGENT_DATASET = "harbor"
-
 
 def harbor_dataset(path: Path) -> Dataset | None:
     """A Dataset view of a Harbor task directory or directory of tasks; None if neither."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import replace
 from typing import Any
 
 from agevalx.agents.base import Container, Invocation, RecordedAction, WallTimeExceeded
@@ -42,8 +43,6 @@ def _start(spec: Any, image: str, node: Node, kind: str) -> tuple[AttemptContain
     workdir = spec.workdir or image_workdir(image) or "/"
     base = container_spec(spec, image, f"{kind}-{node.task_id}-{node.attempt}")
     labels = ((ATTEMPT_LABEL, attempt_id(node)), (LABEL, kind))
-    from dataclasses import replace
-
     return AttemptContainer.start(replace(base, labels=base.labels + labels)), workdir
 
 
@@ -161,7 +160,7 @@ def execute_harbor_run(node: Node, context: ExecutionContext) -> NodeResult:
 def execute_harbor_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
     assert node.task_id is not None
     spec = task_spec(context.plan.dataset, node.task_id)
-    run = next(p for p in context.parent_results(node) if p.kind == "run")
+    run = context.parent_result(node, "run")
     image = str(run.meta.get("committed_image"))
     if not image_exists(image):
         raise EnvironmentFailure(

@@ -8,7 +8,8 @@ from typing import Any
 
 import docker
 
-from agevalx.cache.manifest import OutputRef
+from agevalx.cache.manifest import ActionManifest, OutputRef
+from agevalx.cache.store import CacheStore
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client, image_exists
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
@@ -83,13 +84,15 @@ def execute_image(node: Node, context: ExecutionContext) -> NodeResult:
     return NodeResult(outputs={"image": OutputRef(digest=digest, type="blob")}, meta=document)
 
 
+def reference_of(store: CacheStore, action: ActionManifest) -> str:
+    """The image reference an image node's output names."""
+    document = json.loads(store.get_bytes(action.outputs["image"].digest))
+    return str(document["reference"])
+
+
 def image_reference(context: ExecutionContext, node: Node) -> str:
     """The image a run node starts from: its parent image node's output."""
-    for parent in context.parent_results(node):
-        if parent.kind == "image":
-            document = json.loads(context.store.get_bytes(parent.outputs["image"].digest))
-            return str(document["reference"])
-    raise EnvironmentFailure("image_missing", f"{node.id} has no image parent")
+    return reference_of(context.store, context.parent_result(node, "image"))
 
 
 def image_still_present(action_meta: dict[str, Any]) -> bool:

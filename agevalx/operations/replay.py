@@ -32,9 +32,10 @@ from agevalx.errors import AgevalError, UsageError
 from agevalx.evaluation.evaluate import evaluate_in
 from agevalx.fsutil import atomic_write
 from agevalx.graph.execute import execute
+from agevalx.graph.nodes import Node
 from agevalx.graph.plan import PlanRequest, plan
 from agevalx.hashing import digest_bytes
-from agevalx.images.build import execute_image
+from agevalx.images.build import execute_image, reference_of
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import execute_lock
 from agevalx.results.paths import attempt_dir
@@ -169,12 +170,11 @@ def replay(dataset: Path, attempt: str, store: CacheStore, *, evaluate: bool) ->
     if failed is not None and failed.error is not None:
         raise failed.error
     lock = planned.node(f"lock:{task}").payload["lock"]
-    image = json.loads(store.get_bytes(report.actions[f"image:{task}"].outputs["image"].digest))
+    reference = reference_of(store, report.actions[f"image:{task}"])
     replay_id = f"{task}-replay-{uuid.uuid4().hex[:12]}"
     directory = attempt_dir(planned.dataset.root, replay_id)
     started = time.monotonic()
     try:
-        reference = image["reference"]
         outcome = _run(planned, lock, task, reference, records, directory, evaluate, store.root)
     finally:
         remove_session_containers()
@@ -194,8 +194,6 @@ def _run(
     evaluate: bool,
     cache_dir: Path,
 ) -> ReplayReport:
-    from agevalx.graph.nodes import Node
-
     node = Node(
         id=f"replay:{task}",
         kind="run",

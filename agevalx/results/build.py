@@ -6,9 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
+from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
 from agevalx.results.metrics import overall_metrics, task_metrics
@@ -161,12 +162,9 @@ def attempts_of(plan: Plan) -> list[tuple[str, int]]:
     ]
 
 
-def execute_summary(node: Node, context: Any) -> Any:
+def execute_summary(node: Node, context: ExecutionContext) -> NodeResult:
     """The summary node: metrics over every attempt of the job, stored as summary.json."""
-    from agevalx.cache.manifest import OutputRef
-    from agevalx.graph.execute import NodeResult
-
-    plan: Plan = context.plan
+    plan = context.plan
     pairs = attempts_of(plan)
     outcomes = dict.fromkeys(plan.graph.nodes, "reused")
     results = [

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.tree import Tree
 
 from agevalx.cli.options import (
     AgentOption,
@@ -18,30 +20,67 @@ from agevalx.cli.options import (
     open_store,
 )
 from agevalx.cli.render import print_json, stdout
-from agevalx.graph import Plan, PlanRequest, explain, plan
+from agevalx.graph import PlanRequest, explain, plan
+from agevalx.graph.lineage import BranchView, Lineage, branches, lineage
 from agevalx.lockfile import BindingRequest
 
-app = typer.Typer(help="Inspect the build graph: nodes, keys, and why a node is stale.")
+app = typer.Typer(
+    help="Inspect the build graph: nodes, keys, fork and replay branches, why a node is stale."
+)
 AttemptsOption = Annotated[int, typer.Option("-k", min=1, help="Attempts per task.")]
 
 
-def _plan(
-    dataset: Any,
-    task: list[str] | None,
-    k: int,
-    agent: Any,
-    model: Any,
-    profiles: Any,
-    cache_dir: Any,
-) -> Plan:
-    request = PlanRequest(
+def _request(
+    dataset: Any, task: list[str] | None, k: int, agent: Any, model: Any, profiles: Any
+) -> PlanRequest:
+    return PlanRequest(
         dataset=dataset,
         tasks=tuple(task or ()),
         k=k,
         binding=BindingRequest(agent=agent, model=model, profiles=profiles),
     )
-    with open_store(cache_dir) as store:
-        return plan(request, store)
+
+
+def _short(key: str | None) -> str:
+    return "-" if key is None else f"{key[:12]}…"
+
+
+def _status(view: BranchView) -> str:
+    return "[green]hit[/]" if view.status == "hit" else "[yellow]miss[/]"
+
+
+def _branch_label(view: BranchView) -> str:
+    origin = (
+        "run end"
+        if view.checkpoint_seq is None
+        else f"checkpoint {view.checkpoint_seq} ({_short(view.checkpoint_key)})"
+    )
+    if view.kind == "fork":
+        models = ", ".join(sorted({model for model in view.models.values() if model})) or "-"
+        branch = f"fork {view.node} {view.id} (key {_short(view.key)}, model {models})"
+    else:
+        evaluated = ", evaluate" if view.evaluate else ""
+        branch = f"replay {view.id} (key {_short(view.key)}{evaluated})"
+    return f"{escape(origin)} ─▶ {escape(branch)} {_status(view)}"
+
+
+def _grow(tree: Tree, found: Lineage, attempt: str, seen: set[str]) -> None:
+    for view in found.children.get(attempt, []):
+        if view.id not in seen:
+            seen.add(view.id)
+            _grow(tree.add(_branch_label(view)), found, view.id, seen)
+
+
+def _lineage_tree(views: list[BranchView]) -> Tree:
+    """Each source run, with the branches grown from its checkpoints (and theirs) under it."""
+    found = lineage(views)
+    tree = Tree("branches")
+    for attempt in found.roots:
+        first = found.source(attempt)
+        run = first.parent_node or f"run:{first.task_id}"
+        label = f"{run} {attempt} (key {_short(first.parent_run_key)})"
+        _grow(tree.add(escape(label)), found, attempt, set())
+    return tree
 
 
 @app.command(no_args_is_help=True)
@@ -55,9 +94,12 @@ def show(
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List the nodes of a dataset's graph with their keys and cache status (hit/miss)."""
-    planned = _plan(dataset, task, k, agent, model, profiles, cache_dir)
-    nodes = planned.nodes()
+    """List the nodes of a dataset's graph with their keys and cache status (hit/miss), then
+    the fork and replay branches grown from the checkpoints of its tasks' attempts."""
+    with open_store(cache_dir) as store:
+        planned = plan(_request(dataset, task, k, agent, model, profiles), store)
+        nodes = planned.nodes()
+        views = branches(planned.dataset.root, planned.task_ids, nodes, store)
     if as_json:
         print_json(
             {
@@ -65,6 +107,7 @@ def show(
                 "dataset": planned.dataset.config.dataset_id,
                 "nodes": [node.summary() for node in nodes],
                 "edges": [list(edge) for edge in planned.graph.edges],
+                "branches": [view.model_dump(mode="json") for view in views],
             }
         )
         return
@@ -78,6 +121,8 @@ def show(
     stdout.print(table)
     hits = sum(1 for node in nodes if node.status == "hit")
     stdout.print(f"{len(nodes)} nodes: {hits} cached, {len(nodes) - hits} to compute")
+    if views:
+        stdout.print(_lineage_tree(views))
 
 
 def _print_explanation(report: dict[str, Any], depth: int = 0) -> None:
@@ -105,7 +150,8 @@ def explain_command(
     as_json: JsonOption = False,
 ) -> None:
     """Say why a node is stale: which of its inputs changed since it was last computed."""
-    planned = _plan(dataset, task, k, agent, model, profiles, cache_dir)
+    with open_store(cache_dir) as store:
+        planned = plan(_request(dataset, task, k, agent, model, profiles), store)
     report = explain(planned, node)
     if as_json:
         print_json({"ok": True, **report})

@@ -17,22 +17,38 @@ def replay(
     evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Score the replayed outputs with evaluator.py.")
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Replay again even when the cache holds this replay (replacing it)."
+        ),
+    ] = False,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Re-execute an attempt's recorded terminal actions in a new environment, without any
-    model; report the first divergence. The source attempt is not changed.
+    model; report the first divergence. The source attempt is not changed. A replay is a cached
+    node: asking for the same one again reuses it.
     """
     with open_store(cache_dir) as store:
-        report = replay_attempt(dataset, run, store, evaluate=evaluate)
+        outcome = replay_attempt(dataset, run, store, evaluate=evaluate, fresh=fresh)
+    report = outcome.report
     if as_json:
-        print_json({"ok": True, **report.model_dump(mode="json")})
+        print_json(
+            {
+                "ok": True,
+                **report.model_dump(mode="json"),
+                "outcome": outcome.outcome,
+                "node": outcome.node.summary(),
+            }
+        )
         return
     stdout.print(
         f"replay of {report.source_attempt}: {report.status}, {report.steps} steps, "
         f"{report.divergences} diverged -> {report.evidence}",
         markup=False,
     )
+    stdout.print(f"node {outcome.node.id} {report.key}: {outcome.outcome}", markup=False)
     if report.first_divergence is not None:
         first = report.first_divergence
         stdout.print(

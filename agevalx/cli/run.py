@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -10,7 +12,6 @@ import typer
 from agevalx.cli.options import (
     AgentOption,
     CacheDirOption,
-    DatasetArgument,
     JsonOption,
     ModelOption,
     ProfilesOption,
@@ -19,6 +20,7 @@ from agevalx.cli.options import (
 )
 from agevalx.cli.progress import JobProgress
 from agevalx.cli.render import print_json, stdout
+from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.run import RunOutcome, RunRequest
 from agevalx.operations.run import run as run_attempts
@@ -34,6 +36,7 @@ def _document(outcome: RunOutcome) -> dict[str, Any]:
         "summary_path": outcome.summary_path.as_posix() if outcome.summary_path else None,
         "nodes": [item.to_dict() for item in outcome.report.nodes],
         "counts": outcome.report.counts(),
+        "warnings": [warning.model_dump(mode="json") for warning in outcome.warnings],
     }
 
 
@@ -46,7 +49,7 @@ def _recap(outcome: RunOutcome) -> None:
     )
     root = outcome.plan.dataset.root
     for result in outcome.results:
-        colour = {"PASS": "green", "FAIL": "yellow", "ERROR": "red"}[result.status]
+        colour = {"PASS": "green", "FAIL": "yellow", "DONE": "cyan", "ERROR": "red"}[result.status]
         score = "" if result.score is None else f" score={result.score:g}"
         limit = f" limit={result.limit}" if result.limit else ""
         stdout.print(
@@ -68,10 +71,63 @@ def _recap(outcome: RunOutcome) -> None:
             f"-> {outcome.summary_path.as_posix()}",
             markup=False,
         )
+        harbor = outcome.summary.harbor
+        if harbor is not None:
+            shown = {
+                f"{harbor.metric_name} (primary)": harbor.primary,
+                "avg score": harbor.avg_score,
+                f"pass@{outcome.summary.k}": harbor.pass_at_k,
+            }
+            stdout.print(
+                f"harbor [{harbor.strategy}]: "
+                + ", ".join(f"{k} {'-' if v is None else f'{v:.3f}'}" for k, v in shown.items()),
+                markup=False,
+            )
+            if not harbor.official:
+                stdout.print(
+                    "[red]no official score[/]: the sandbox failed verifying "
+                    + ", ".join(harbor.void_tasks),
+                    highlight=False,
+                )
+    for warning in outcome.warnings:
+        stdout.print(f"[yellow]warning[/] [{warning.code}] {warning.message}", highlight=False)
+
+
+class _Metric(StrEnum):
+    score = "score"
+    passed = "passed"
+
+
+class _Strategy(StrEnum):
+    avg = "avg"
+    pass_ = "pass"
+
+
+def _harbor_options(
+    job_config: str | None,
+    env_params: str | None,
+    primary_metric: _Metric | None,
+    strategy: _Strategy | None,
+) -> HarborOptions | None:
+    if job_config is None and env_params is None and primary_metric is None and strategy is None:
+        return None
+    return HarborOptions.build(
+        job_config=job_config,
+        env_params=env_params,
+        primary_metric=primary_metric.value if primary_metric else "score",
+        strategy=strategy.value if strategy else None,
+    )
 
 
 def run(
-    dataset: DatasetArgument,
+    dataset: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(
+            help="The dataset directory (ageval.yaml, or Harbor tasks); optional with a "
+            "--job-config that lists its tasks.",
+            show_default=False,
+        ),
+    ] = None,
     task: TaskOption = None,
     k: Annotated[int, typer.Option("-k", min=1, help="Independent attempts per task.")] = 1,
     agent: AgentOption = None,
@@ -102,6 +158,41 @@ def run(
         Optional[int],  # noqa: UP045
         typer.Option(help="With --fork: the cut point's seq (see `ageval checkpoints`)."),
     ] = None,
+    job_config: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--job-config",
+            help="Harbor: a job config (YAML/JSON file, or inline JSON), as `harbor run -c`.",
+            rich_help_panel="Harbor datasets",
+        ),
+    ] = None,
+    env_params: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--env-params",
+            help="Harbor: JSON over the job config and task.toml: setup.image, setup.workdir, "
+            "resources, env, agent_env, evaluation_env_variables, *_timeout_sec.",
+            rich_help_panel="Harbor datasets",
+        ),
+    ] = None,
+    primary_metric: Annotated[
+        Optional[_Metric],  # noqa: UP045
+        typer.Option(
+            "--primary-metric",
+            help="Harbor: `score` (primary reward, default) or `passed` (0/1 reward, "
+            "reported as `correct`; implies --attempt-strategy pass).",
+            rich_help_panel="Harbor datasets",
+        ),
+    ] = None,
+    attempt_strategy: Annotated[
+        Optional[_Strategy],  # noqa: UP045
+        typer.Option(
+            "--attempt-strategy",
+            help="Harbor, with -k: `avg` runs every attempt; `pass` stops a task at its "
+            "first passed attempt.",
+            rich_help_panel="Harbor datasets",
+        ),
+    ] = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -127,6 +218,7 @@ def run(
         keep_recovery_state=keep_recovery_state,
         fork=fork,
         checkpoint=checkpoint,
+        harbor=_harbor_options(job_config, env_params, primary_metric, attempt_strategy),
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_store(cache_dir) as store:

@@ -46,10 +46,18 @@ class Dataset:
     task_ids: tuple[str, ...] = field(default=())
     kind: str = "ageval"
     """`ageval` (ageval.yaml) or `harbor` (a directory of Harbor tasks)."""
+    task_dirs: dict[str, Path] = field(default_factory=dict)
+    """Tasks that do not live under `tasks_dir` (a Harbor job config's `datasets`/`tasks`)."""
+    harbor: Any = None
+    """A Harbor dataset's `HarborSource` (its job config, run settings and resolved tasks)."""
 
     @property
     def tasks_dir(self) -> Path:
         return self.root / self.config.tasks.root
+
+    def task_dir(self, task_id: str) -> Path:
+        """The directory of a member task."""
+        return self.task_dirs.get(task_id) or self.tasks_dir / task_id
 
     def load_task(self, task_id: str) -> TaskSource:
         if task_id not in self.task_ids:

@@ -245,11 +245,14 @@ def find_container(container_id: str | None) -> AttemptContainer | None:
         raise EnvironmentFailure("docker_unavailable", f"docker failed: {exc}") from None
 
 
-def remove_scoring_containers(attempt: str) -> None:
-    """Remove the scoring containers an interrupted process left for this attempt."""
-    labels = [f"{ATTEMPT_LABEL}={attempt}", f"{LABEL}=scoring"]
+def remove_leftover_containers(attempt: str, keep: str | None) -> None:
+    """Remove what an interrupted process left for this attempt: scoring containers, and an
+    environment it created but had not recorded yet (killed between create and record);
+    `keep` is the recorded environment, which a resume may re-attach."""
+    labels = [f"{ATTEMPT_LABEL}={attempt}"]
     for container in client().containers.list(all=True, filters={"label": labels}):
-        AttemptContainer(container).remove()
+        if container.id != keep:
+            AttemptContainer(container).remove()
 
 
 def remove_session_containers() -> int:

@@ -130,7 +130,7 @@ def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
 
         return execute_harbor_evaluate(node, context)
     run = context.parent_result(node, "run")
-    task_dir = context.plan.dataset.tasks_dir / node.task_id
+    task_dir = context.plan.dataset.task_dir(node.task_id)
     started = time.monotonic()
     container = scoring_container(context, node, run, lock)
     try:

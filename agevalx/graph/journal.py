@@ -2,7 +2,7 @@
 
 `ageval graph explain` compares a node's current inputs with this record to say which input
 changed. It lives beside the dataset (`.ageval/graph/`), is never part of a key, and losing
-it only loses explanations.
+it only loses explanations. A forked run node is also recorded as a branch (see `lineage`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agevalx.fsutil import atomic_write
+from agevalx.graph.lineage import fork_branch, record_branch
 from agevalx.graph.nodes import Node
 from agevalx.hashing import canonical_json, digest_bytes
 
@@ -29,6 +30,9 @@ def record(dataset_root: Path, node: Node) -> None:
     path = _path(dataset_root, node.id)
     if not path.is_file() or path.read_bytes() != data:
         atomic_write(path, data)
+    branch = fork_branch(dataset_root, node)
+    if branch is not None:
+        record_branch(dataset_root, branch)
 
 
 def last_recorded(dataset_root: Path, identity: str) -> dict[str, Any] | None:

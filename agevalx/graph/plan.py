@@ -8,6 +8,7 @@ planning (loaded from the cache, or resolved in memory) because other keys read 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ from agevalx.cache.store import CacheStore
 from agevalx.cache.tree import hash_tree
 from agevalx.dataset.files import IGNORED_NAMES
 from agevalx.dataset.loader import Dataset, load_dataset
-from agevalx.errors import ConfigError
+from agevalx.errors import ConfigError, UsageError
 from agevalx.graph.keys import lock_field, node_key, select_files
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.rules import PACKAGE_INPUTS, Rule, load_rules
 from agevalx.harbor.dataset import harbor_dataset, harbor_lock
+from agevalx.harbor.options import HarborOptions
 from agevalx.hashing import digest_file
 from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
 from agevalx.lockfile.resolve import resolve_task_lock
@@ -37,7 +39,8 @@ IGNORED_GLOBS = [pattern for name in IGNORED_NAMES for pattern in (name, f"**/{n
 class PlanRequest:
     """What to plan: which tasks, how many attempts, and how agents are bound."""
 
-    dataset: Path
+    dataset: Path | None
+    """The dataset directory; `None` for a Harbor job config that lists its own tasks."""
     tasks: tuple[str, ...] = ()
     k: int = 1
     binding: BindingRequest = field(default_factory=BindingRequest)
@@ -48,6 +51,8 @@ class PlanRequest:
     """Plan only these attempt indices (a resume); 0..k-1 when None."""
     fork: dict[str, str] | None = None
     """A fork's origin: the source attempt and the checkpoint key it starts from."""
+    harbor: HarborOptions | None = None
+    """A Harbor run's job config, `--env-params`, primary metric and strategy."""
 
 
 @dataclass
@@ -59,6 +64,9 @@ class Plan:
     task_ids: tuple[str, ...]
     profiles_path: Path | None = None
     """The profiles file in use (run-time-only settings are read from it)."""
+    key_inputs: Callable[[Rule, str, Mapping[str, Any]], dict[str, Any]] | None = None
+    """A rule's key inputs for a planned task, with the given request values: how a branch
+    node keyed beside the graph (a replay) reads the same inputs a planned node would."""
 
     def nodes(self) -> list[Node]:
         return [self.graph.nodes[name]["node"] for name in nx.topological_sort(self.graph)]
@@ -105,12 +113,33 @@ class _Planner:
         self.store = store
         self.stat_cache = stat_cache
         self.rules = load_rules()
-        self.dataset = harbor_dataset(request.dataset) or load_dataset(request.dataset)
+        self.dataset = self._dataset()
         self.task_ids = self._chosen_tasks()
         self.graph = nx.DiGraph()
         self.files: dict[str, dict[str, str]] = {}
         self.locks: dict[str, dict[str, Any]] = {}
         self.profiles_digest = self._profiles_digest()
+
+    def _dataset(self) -> Dataset:
+        path, options = self.request.dataset, self.request.harbor
+        if options is not None and path is not None and (path / "ageval.yaml").is_file():
+            raise UsageError(
+                "harbor_options_on_ageval_dataset",
+                "--job-config, --env-params, --primary-metric and --attempt-strategy apply to "
+                "Harbor datasets only",
+                field="DATASET",
+                hint="an ageval dataset is configured by ageval.yaml, task.yaml and profiles.yaml",
+            )
+        dataset = harbor_dataset(path, options)
+        if dataset is not None:
+            return dataset
+        if path is None:
+            raise UsageError(
+                "dataset_required",
+                "give a dataset directory (or a Harbor --job-config that lists tasks)",
+                field="DATASET",
+            )
+        return load_dataset(path)
 
     def _chosen_tasks(self) -> tuple[str, ...]:
         if not self.request.tasks:
@@ -140,12 +169,18 @@ class _Planner:
     def task_files(self, task_id: str) -> dict[str, str]:
         if task_id not in self.files:
             manifest = hash_tree(
-                self.dataset.tasks_dir / task_id, exclude=IGNORED_GLOBS, stat_cache=self.stat_cache
+                self.dataset.task_dir(task_id), exclude=IGNORED_GLOBS, stat_cache=self.stat_cache
             )
             self.files[task_id] = _digests(manifest)
         return self.files[task_id]
 
-    def inputs(self, rule: Rule, task_id: str | None, attempt: int | None) -> dict[str, Any]:
+    def inputs(
+        self,
+        rule: Rule,
+        task_id: str | None,
+        attempt: int | None,
+        given: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         spec = rule.inputs
         found: dict[str, Any] = {}
         if spec.dataset_files:
@@ -161,12 +196,17 @@ class _Planner:
             document = self.locks[task_id]
             found["lock_fields"] = {name: lock_field(document, name) for name in spec.lock_fields}
         if spec.request:
-            found["request"] = {name: self._request_value(name, attempt) for name in spec.request}
+            given = given or {}
+            found["request"] = {
+                name: given[name] if name in given else self._request_value(name, attempt)
+                for name in spec.request
+            }
         if spec.package:
             found["package"] = {name: digest_file(PACKAGE_INPUTS[name]) for name in spec.package}
         return found
 
     def _request_value(self, name: str, attempt: int | None) -> Any:
+        harbor = self.request.harbor
         values: dict[str, Any] = {
             "agent": self.request.binding.agent,
             "model": self.request.binding.model,
@@ -176,6 +216,10 @@ class _Planner:
             "k": self.request.k,
             "tasks": list(self.task_ids),
             "fork": self.request.fork,
+            "harbor_settings": harbor.digest() if harbor else None,
+            "harbor_metric": f"{harbor.primary_metric}/{harbor.effective_strategy}"
+            if harbor
+            else None,
         }
         return values.get(name)
 
@@ -244,7 +288,7 @@ class _Planner:
                 self.request.binding,
                 digester=lambda path, _: (
                     digests.get(
-                        path.relative_to(self.dataset.tasks_dir / task_id).as_posix(), ""
+                        path.relative_to(self.dataset.task_dir(task_id)).as_posix(), ""
                     ).removesuffix("+x")
                     or digest_file(path)
                 ),
@@ -283,6 +327,7 @@ class _Planner:
             graph=self.graph,
             task_ids=self.task_ids,
             profiles_path=self._profiles_path(),
+            key_inputs=lambda rule, task_id, given: self.inputs(rule, task_id, None, given),
         )
 
 

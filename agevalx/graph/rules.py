@@ -24,9 +24,24 @@ PACKAGE_INPUTS = {
     "pins": _PACKAGE / "config" / "pins.yaml",
     "scripted_agent": _PACKAGE / "agents" / "scripted" / "agent.py",
     "evaluator_runner": _PACKAGE / "evaluation" / "runner_script.py",
+    "replay": _PACKAGE / "operations" / "replay.py",
 }
 REQUEST_INPUTS = frozenset(
-    {"agent", "model", "fork_model", "attempt", "sample", "k", "tasks", "step_action", "fork"}
+    {
+        "agent",
+        "model",
+        "fork_model",
+        "attempt",
+        "sample",
+        "k",
+        "tasks",
+        "step_action",
+        "fork",
+        "harbor_settings",
+        "harbor_metric",
+        "replay",
+        "evaluate",
+    }
 )
 
 
@@ -85,8 +100,9 @@ class Rule(RuleModel):
     version: int = Field(ge=1)
     """Bumping it invalidates every cached node of this kind."""
 
-    scope: Literal["task", "attempt", "job", "step"]
-    """One node per task, per attempt of a task, per job, or per recorded run step."""
+    scope: Literal["task", "attempt", "job", "step", "branch"]
+    """One node per task, per attempt of a task, per job, per recorded run step, or per branch
+    asked for beside the planned graph (a replay); the planner makes no step or branch nodes."""
 
     description: str
     """What the node computes."""

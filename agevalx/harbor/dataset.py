@@ -9,58 +9,235 @@ secrets, so the lock keeps only non-secret settings; the task is resolved again 
 
 from __future__ import annotations
 
+import inspect
 import re
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agevalx.config.dataset import DatasetConfig, Defaults, TasksSection
 from agevalx.dataset.loader import Dataset
 from agevalx.errors import ConfigError
+from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
-from agevalx.harbor.spec import HarborTaskSpec
-from agevalx.hashing import digest_json
+from agevalx.harbor.options import HarborOptions
+from agevalx.harbor.plugin import load_verifier_class
+from agevalx.harbor.spec import HarborJob, HarborTaskSpec, SeparateVerifierEnvironment
+from agevalx.hashing import digest_file, digest_json
 from agevalx.lockfile.binding import BindingRequest, bind_agent_only
 
 
-def harbor_dataset(path: Path) -> Dataset | None:
-    """A Dataset view of a Harbor task directory or directory of tasks; None if neither."""
-    if not path.is_dir() or (path / "ageval.yaml").exists():
+class _Templates(Mapping[str, str]):
+    """An environment in which every variable is set to its own `${NAME}` template: specs
+    resolved against it hold no host value, so they can enter keys and locks."""
+
+    def __getitem__(self, name: str) -> str:
+        return "${" + name + "}"
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+class HarborSource:
+    """Where a Harbor dataset's tasks come from, and their specs, resolved once per run.
+
+    Without job-config sources a task is resolved alone (a single `--task` out of thousands
+    reads one task.toml); with them the whole job is resolved once.
+    """
+
+    def __init__(self, path: Path | None, options: HarborOptions) -> None:
+        self.path = path
+        self.options = options
+        self._specs: dict[tuple[str, bool], HarborTaskSpec] = {}
+        self._lock = threading.Lock()
+
+    def load(self, select: list[str] | None, templates: bool) -> HarborJob:
+        return load_harbor_tasks(
+            self.path,
+            self.options.job_config,
+            overrides=self.options.overrides(select),
+            environ=_Templates() if templates else None,
+            base_dir=self.options.base_dir,
+        )
+
+    def spec(self, task_id: str, directory: Path, templates: bool = False) -> HarborTaskSpec:
+        """The resolved task; env templates from the host (or left as templates)."""
+        with self._lock:
+            cached = self._specs.get((task_id, templates))
+            if cached is not None:
+                return cached
+            if self.options.has_job_sources:
+                for spec in self.load(None, templates).tasks:
+                    self._specs[(spec.name, templates)] = spec
+            else:
+                job = load_harbor_tasks(
+                    directory,
+                    self.options.job_config,
+                    overrides=self.options.overrides(),
+                    environ=_Templates() if templates else None,
+                    base_dir=self.options.base_dir,
+                )
+                self._specs[(task_id, templates)] = job.tasks[0]
+            return self._specs[(task_id, templates)]
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "harbor"
+
+
+def _listed(path: Path | None) -> tuple[Path, tuple[str, ...]] | None:
+    if path is None or not path.is_dir() or (path / "ageval.yaml").exists():
         return None
-    task_ids: tuple[str, ...]
     if is_harbor_task(path):
-        root, task_ids = path.parent, (path.name,)
-    else:
-        task_ids = tuple(sorted(c.name for c in path.iterdir() if c.is_dir() and is_harbor_task(c)))
-        root = path
-    if not task_ids:
+        return path.parent, (path.name,)
+    task_ids = tuple(sorted(c.name for c in path.iterdir() if c.is_dir() and is_harbor_task(c)))
+    return (path, task_ids) if task_ids else None
+
+
+def harbor_dataset(path: Path | None, options: HarborOptions | None = None) -> Dataset | None:
+    """A Dataset view of a Harbor task directory, a directory of tasks and/or a job config's
+    `datasets`/`tasks`; None when `path` is neither and no options were given."""
+    listed = _listed(path)
+    if listed is None and options is None:
         return None
-    slug = re.sub(r"[^a-z0-9._-]+", "-", root.resolve().name.lower()).strip("-._") or "harbor"
+    options = options or HarborOptions()
+    source = HarborSource(path, options)
+    task_dirs: dict[str, Path] = {}
+    if options.has_job_sources or listed is None:
+        job = source.load(None, templates=True)
+        task_ids = tuple(spec.name for spec in job.tasks)
+        task_dirs = {spec.name: spec.dir for spec in job.tasks}
+        root = listed[0] if listed else (path if path is not None else options.base_dir)
+        warnings = tuple(job.warnings)
+    else:
+        root, task_ids = listed
+        warnings = tuple(options.warnings)
+    name = root.resolve().name
+    if path is None and options.job_config and not options.job_config.lstrip().startswith("{"):
+        name = Path(options.job_config).stem
     config = DatasetConfig(
         format="ageval.dataset/1",
-        dataset_id=f"harbor/{slug}"[:128],
+        dataset_id=f"harbor/{_slug(name)}"[:128],
         version="harbor",
         tasks=TasksSection(root="."),
         defaults=Defaults(max_concurrent_tasks=1),
     )
     return Dataset(
-        root=root, config=config, display=root.as_posix(), task_ids=task_ids, kind="harbor"
+        root=root,
+        config=config,
+        display=root.as_posix(),
+        task_ids=task_ids,
+        kind="harbor",
+        task_dirs={k: v for k, v in task_dirs.items() if v != (root / k).resolve()},
+        harbor=HarborSourceView(source, warnings),
     )
 
 
-def task_spec(dataset: Dataset, task_id: str) -> HarborTaskSpec:
-    """Resolve one task (env templates from the host environment, at the time of the call)."""
-    job = load_harbor_tasks(dataset.tasks_dir / task_id)
-    spec = job.tasks[0]
+@dataclass(frozen=True)
+class HarborSourceView:
+    """What a Harbor Dataset carries: its source and the loader's warnings."""
+
+    source: HarborSource
+    warnings: tuple[HarborWarning, ...]
+
+
+def _source(dataset: Dataset) -> HarborSource:
+    view = dataset.harbor
+    if isinstance(view, HarborSourceView):
+        return view.source
+    return HarborSource(None, HarborOptions())
+
+
+def harbor_options(dataset: Dataset) -> HarborOptions:
+    """The run-wide Harbor settings of a Harbor dataset."""
+    return _source(dataset).options
+
+
+def harbor_warnings(dataset: Dataset) -> list[HarborWarning]:
+    """What loading the dataset reported (empty for an ageval dataset)."""
+    view = dataset.harbor
+    return list(view.warnings) if isinstance(view, HarborSourceView) else []
+
+
+def task_spec(dataset: Dataset, task_id: str, *, templates: bool = False) -> HarborTaskSpec:
+    """Resolve one task (env templates from the host environment, at the first call)."""
+    spec = _source(dataset).spec(task_id, dataset.task_dir(task_id), templates)
     if spec.failure is not None:
         raise ConfigError(spec.failure.code, spec.failure.message, file=str(spec.dir / "task.toml"))
     return spec
+
+
+def _names(env: Mapping[str, str]) -> dict[str, str]:
+    """An env map for a key: each value's digest (values can be literal secrets)."""
+    return {name: digest_json(value) for name, value in sorted(env.items())}
+
+
+def _plugin(import_path: str | None, class_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A verifier class in a key: its import path, kwargs and the digest of its module's
+    source, so that editing an installed plugin re-runs the verifiers."""
+    if import_path is None:
+        return {}
+    module = inspect.getsourcefile(load_verifier_class(import_path))
+    return {
+        "import_path": import_path,
+        "class_kwargs": digest_json(class_kwargs),
+        "source": digest_file(Path(module)) if module else None,
+    }
+
+
+def _separate(separate: SeparateVerifierEnvironment | None) -> dict[str, Any] | None:
+    if separate is None:
+        return None
+    document = separate.model_dump(mode="json", exclude={"own": {"environment_env"}})
+    if separate.own is not None:
+        document["own"]["environment_env"] = _names(separate.own.environment_env)
+    return document
+
+
+def _settings(spec: HarborTaskSpec) -> dict[str, Any]:
+    """What the run and the verifier of a task depend on beyond its files; no value of an env
+    variable (the spec was resolved with templates, and values enter as digests)."""
+    verifier = spec.verifier
+    return {
+        "run": {
+            "image": spec.image,
+            "workdir": spec.workdir,
+            "resources": spec.resources.model_dump(mode="json"),
+            "agent_timeout_sec": spec.agent_timeout_sec,
+            "build_timeout_sec": spec.build_timeout_sec,
+            "environment_env": _names(spec.environment_env),
+            "agent_env": _names(spec.agent_env),
+            "solution_env": _names(spec.solution_env),
+            "instruction": digest_json(spec.instruction),
+            "healthcheck": spec.healthcheck.model_dump(mode="json") if spec.healthcheck else None,
+            "upload_environment_dir": spec.upload_environment_dir,
+        },
+        "verify": {
+            "disabled": verifier.disabled,
+            "timeout_sec": verifier.timeout_sec,
+            "mode": str(verifier.mode),
+            "separate": _separate(verifier.separate),
+            "env": _names(verifier.env),
+            "environment_env": _names(spec.environment_env),
+            "artifacts": [artifact.model_dump(mode="json") for artifact in spec.artifacts],
+            **_plugin(verifier.import_path, verifier.class_kwargs),
+        },
+    }
 
 
 def harbor_lock(
     dataset: Dataset, task_id: str, request: BindingRequest, files: dict[str, str]
 ) -> dict[str, Any]:
     """The lock document of a Harbor task: what downstream keys read, and no secret."""
-    spec = task_spec(dataset, task_id)
+    spec = task_spec(dataset, task_id, templates=True)
     binding = bind_agent_only(dataset, request)
     if spec.image:
         binding["environment_options"]["image"] = spec.image
@@ -104,6 +281,7 @@ def harbor_lock(
             "verifier_disabled": spec.verifier.disabled,
             "verifier_mode": str(spec.verifier.mode),
             "healthcheck": spec.healthcheck is not None,
+            **_settings(spec),
         },
         "overrides": {k: v for k, v in (("agent", request.agent), ("model", request.model)) if v},
     }

@@ -2,8 +2,9 @@
 
 A job config is a YAML or JSON file, inline JSON text, or a dict. Refused before any
 environment starts: `n_attempts != 1`, several `agents`, registry/package/git sources,
-`install_only: true` and a verifier `import_path`. Every other declared field that ageval
-does not apply is returned as a `harbor_field_unapplied` warning.
+`install_only: true`, and a verifier `import_path` whose class cannot be imported (or is not
+a Harbor `BaseVerifier`). Every other declared field that ageval does not apply is returned
+as a `harbor_field_unapplied` warning.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from agevalx.harbor import errors
 from agevalx.harbor.errors import HarborError, HarborWarning
 from agevalx.harbor.models import JobConfig
+from agevalx.harbor.plugin import load_verifier_class
 
 _TOP_APPLIED = {
     "schema_version",
@@ -45,7 +47,14 @@ _ENVIRONMENT_APPLIED = {
     "env",
 }
 _AGENT_APPLIED = {"override_timeout_sec", "max_timeout_sec", "env"}
-_VERIFIER_APPLIED = {"override_timeout_sec", "max_timeout_sec", "env", "disable", "kwargs"}
+_VERIFIER_APPLIED = {
+    "override_timeout_sec",
+    "max_timeout_sec",
+    "env",
+    "disable",
+    "import_path",
+    "kwargs",
+}
 _DATASET_APPLIED = {"path", "task_names", "exclude_task_names", "n_tasks"}
 _DATASET_IGNORED = {"overwrite", "download_dir"}
 _TASK_IGNORED = {"overwrite", "download_dir", "source"}
@@ -192,14 +201,8 @@ def _check_verifier(loaded: LoadedJobConfig) -> None:
     raw_verifier = loaded.raw.get("verifier")
     kwargs = raw_verifier.get("kwargs") if isinstance(raw_verifier, dict) else None
     if verifier.import_path is not None:
-        raise _refuse(
-            errors.VERIFIER_IMPORT_PATH,
-            f"verifier.import_path {verifier.import_path!r}: Harbor verifier classes are not "
-            "supported yet",
-            loaded.file,
-            "verifier.import_path",
-            "grade in the task's tests/test.sh instead",
-        )
+        load_verifier_class(verifier.import_path, file=loaded.file)
+        return
     if kwargs:
         raise _refuse(
             errors.JOB_CONFIG_INVALID,

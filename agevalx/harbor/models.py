@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _IGNORE = ConfigDict(extra="ignore")
 
@@ -375,6 +375,13 @@ class JobVerifier(BaseModel):
     max_timeout_sec: float | None = None
     env: dict[str, str] = Field(default_factory=dict)
     import_path: str | None = None
+    """A Harbor `BaseVerifier` class (`module.path:ClassName`) replacing tests/test.sh."""
+    class_kwargs: dict[str, Any] = Field(
+        default_factory=dict, validation_alias=AliasChoices("kwargs")
+    )
+    """`kwargs`: keyword arguments of the `import_path` class (refused without it). Read
+    through `AliasChoices`: a field or plain alias named `kwargs` clashes with the `**kwargs`
+    of the `__init__` that pydantic's mypy plugin synthesizes."""
     disable: bool = False
     include_logs: list[str] = Field(default_factory=list)
     exclude_logs: list[str] = Field(default_factory=list)

@@ -4,7 +4,8 @@ The run node starts the task image, prepares it as Harbor's docker environment d
 healthcheck, then the agent (instruction.md; the oracle runs solution/solve.sh), and commits the
 container: verifiers check files anywhere in it. The evaluate node runs Harbor's verifier in a
 container of that committed image, so editing tests/ re-runs only the verifier, in shared mode
-too.
+too. A task verified in a `separate` environment gets a fresh verifier container instead, into
+which only the attempt's artifacts are restored (separate.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from agevalx.agents.base import Container, Invocation, RecordedAction, WallTimeExceeded
@@ -24,14 +27,21 @@ from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.harbor.dataset import task_spec
 from agevalx.harbor.images import image_workdir
+from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierOutcome, VerifierStatus
 from agevalx.harbor.sandbox import container_spec, prepare_environment
 from agevalx.harbor.scoring import score_outcome
+from agevalx.harbor.separate import verify_separately
+from agevalx.harbor.spec import HarborTaskSpec
 from agevalx.harbor.verifier import healthcheck, run_oracle, run_verifier
 from agevalx.images.build import image_reference
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
 
 RUN_REPOSITORY = "ageval/run"
+SANDBOX_RETRIES = 2
+"""Further tries of a verification whose sandbox failed (Harbor's FATAL)."""
+TRIALS_DIR = ".ageval/harbor-trials"
+"""Where verifier classes get their Harbor `TrialPaths` (`<task>/<uuid>/`)."""
 
 
 def _lock(context: ExecutionContext, node: Node) -> dict[str, Any]:
@@ -169,13 +179,20 @@ def execute_harbor_evaluate(node: Node, context: ExecutionContext) -> NodeResult
             hint="run the attempt again with --fresh",
         )
     started = time.monotonic()
-    container, workdir = _start(spec, image, node, "scoring")
-    try:
-        outcome = run_verifier(container, spec, workdir=str(run.meta.get("workdir") or workdir))
-    finally:
-        container.remove()
-    if outcome.status == "fatal":
-        raise AgevalError("verifier_sandbox_failed", outcome.message or "the sandbox failed")
+    trials = context.plan.dataset.root / TRIALS_DIR
+
+    def verify() -> VerifierOutcome:
+        if spec.verifier.separate is not None:
+            return verify_separately(
+                spec,
+                image,
+                lambda task, reference: _start(task, reference, node, "scoring"),
+                trial_root=trials,
+            )
+        workdir = str(run.meta.get("workdir") or "")
+        return _verify_in_agent_image(spec, image, node, workdir, trials)
+
+    outcome = verify_with_retries(verify)
     scored = score_outcome(outcome)
     document = _document(outcome, scored, time.monotonic() - started)
     digest = context.store.put_bytes(json.dumps(document, sort_keys=True).encode())
@@ -183,14 +200,49 @@ def execute_harbor_evaluate(node: Node, context: ExecutionContext) -> NodeResult
     return NodeResult(outputs={"result": OutputRef(digest=digest, type="blob")}, meta=meta)
 
 
+def verify_with_retries(
+    verify: Callable[[], VerifierOutcome], retries: int = SANDBOX_RETRIES
+) -> VerifierOutcome:
+    """A FATAL verification (the sandbox failed, not the verifier) is tried again, in a new
+    container; still FATAL after `retries`, the attempt is void: `verifier_sandbox_failed`,
+    and the job's Harbor summary says it has no official score."""
+    outcome = verify()
+    for _ in range(retries):
+        if outcome.status != VerifierStatus.FATAL:
+            return outcome
+        outcome = verify()
+    if outcome.status == VerifierStatus.FATAL:
+        raise AgevalError(
+            VERIFIER_SANDBOX_FAILED,
+            f"the sandbox failed while verifying, {retries + 1} times: {outcome.message}",
+            hint="the attempt has no score and the job no official score; check the Docker "
+            "engine, then run again (the agent's run is reused)",
+        )
+    return outcome
+
+
+def _verify_in_agent_image(
+    spec: HarborTaskSpec, image: str, node: Node, run_workdir: str, trials: Path
+) -> VerifierOutcome:
+    container, workdir = _start(spec, image, node, "scoring")
+    try:
+        return run_verifier(container, spec, workdir=run_workdir or workdir, trial_root=trials)
+    finally:
+        container.remove()
+
+
 def _document(outcome: Any, scored: Any, seconds: float) -> dict[str, Any]:
     details: dict[str, Any] = {"verifier": str(outcome.status), "exit_code": outcome.exit_code}
-    if scored is None:  # verification disabled: completed, no score
+    if scored is None:  # the verifier raised: the attempt has no score
         return {
-            "status": "FAIL",
-            "score": None,
+            "status": "ERROR",
+            "error": {
+                "type": outcome.code or "verifier_failed",
+                "message": outcome.message or "the verifier failed",
+                "traceback": getattr(outcome, "traceback", None) or outcome.test_output,
+            },
             "details": details,
-            "seconds": seconds,
+            "seconds": round(seconds, 3),
             "evaluator_output": outcome.test_output[-4000:],
         }
     details.update(
@@ -199,7 +251,7 @@ def _document(outcome: Any, scored: Any, seconds: float) -> dict[str, Any]:
         extra={"eval_raw_data": {"rewards": dict(scored.rewards)}},
     )
     return {
-        "status": "PASS" if scored.passed else "FAIL",
+        "status": {True: "PASS", False: "FAIL", None: "DONE"}[scored.passed],
         "score": scored.score,
         "details": details,
         "seconds": round(seconds, 3),

@@ -32,6 +32,7 @@ from agevalx.harbor.models import (
     normalize_artifacts,
 )
 from agevalx.harbor.spec import (
+    EnvironmentSettings,
     HarborTaskSpec,
     Resources,
     RunOverrides,
@@ -104,6 +105,9 @@ def _unapplied_task_fields(config: TaskToml) -> list[str]:
         "verifier.network_mode": config.verifier.network_mode,
     }
     fields += [name for name, value in named.items() if value]
+    own = config.verifier.environment
+    if own is not None and (own.network_mode != NetworkMode.PUBLIC or own.allowed_hosts):
+        fields.append("verifier.environment.network_mode")
     services = [a.service for a in normalize_artifacts(config.artifacts)]
     if any(service not in (None, "main") for service in services):
         fields.append("artifacts.service")
@@ -123,6 +127,10 @@ def _warnings(task_dir: Path, raw: dict[str, Any], config: TaskToml) -> list[Har
     if (task_dir / "environment" / COMPOSE).exists():
         message = "environment/docker-compose.yaml is not used: only the main image runs"
         found.append(_task_warning(errors.TASK_FIELD_UNAPPLIED, message, file, None))
+    separate = config.verifier.mode == VerifierEnvironmentMode.SEPARATE
+    if separate and all((task_dir / "tests" / name).exists() for name in (DOCKERFILE, COMPOSE)):
+        message = "tests/docker-compose.yaml is not used: the verifier runs tests/Dockerfile"
+        found.append(_task_warning(errors.TASK_FIELD_UNAPPLIED, message, file, None))
     places = (task_dir, task_dir / "tests", task_dir / "solution")
     if any((place / ".harborignore").exists() for place in places):
         message = ".harborignore rules are not applied: all of tests/ and solution/ is copied"
@@ -141,7 +149,8 @@ def _refuse_unsupported(task_dir: Path, config: TaskToml) -> None:
             field="steps",
             hint="leave the task out (datasets[].exclude_task_names) or run it with Harbor",
         )
-    if config.environment.os == TaskOS.WINDOWS:
+    own = config.verifier.environment
+    if config.environment.os == TaskOS.WINDOWS or (own and own.os == TaskOS.WINDOWS):
         raise HarborError(
             errors.WINDOWS,
             f"task {task_dir.name} targets Windows containers",
@@ -282,35 +291,80 @@ def _envs(config: TaskToml, context: TaskContext, file: Path) -> _Env:
     )
 
 
-def _separate(task_dir: Path, config: TaskToml, run: RunOverrides) -> SeparateVerifierEnvironment:
+def _own_settings(
+    own: EnvironmentConfig, context: TaskContext, file: Path
+) -> tuple[EnvironmentSettings, TaskFailure | None]:
+    """`[verifier.environment]` with the job's and the run's overrides over it, as Harbor
+    layers the task environment's."""
+    job, run = context.job, context.run
+    env = layered(own.env, job.environment.env, run.environment_env)
+    resolved, failure = _resolve_layer("verifier.environment.env", env, context, file)
+    settings = EnvironmentSettings(
+        workdir=run.workdir or own.workdir,
+        resources=_resources(own, job, run),
+        environment_env=resolved,
+    )
+    return settings, failure
+
+
+def _separate(
+    task_dir: Path, config: TaskToml, context: TaskContext
+) -> tuple[SeparateVerifierEnvironment, TaskFailure | None]:
+    run = context.run
     own = config.verifier.environment
     tests = task_dir / "tests"
+    settings, failure = (
+        _own_settings(own, context, task_dir / CONFIG) if own is not None else (None, None)
+    )
     if own is not None and own.docker_image:
-        return SeparateVerifierEnvironment(
-            image=own.docker_image, build_context=None, bundled_tests=True
+        separate = SeparateVerifierEnvironment(
+            image=own.docker_image, build_context=None, bundled_tests=True, own=settings
         )
-    if any((tests / name).is_file() for name in (DOCKERFILE, COMPOSE)):
-        return SeparateVerifierEnvironment(image=None, build_context=tests, bundled_tests=True)
+        return separate, failure
+    if (tests / DOCKERFILE).is_file():
+        separate = SeparateVerifierEnvironment(
+            image=None, build_context=tests, bundled_tests=True, own=settings
+        )
+        return separate, failure
+    if (tests / COMPOSE).is_file():
+        raise HarborError(
+            errors.VERIFIER_COMPOSE,
+            f"task {task_dir.name}'s verifier environment is tests/docker-compose.yaml: "
+            "compose environments are not supported",
+            file=str(tests / COMPOSE),
+            field="verifier.environment",
+            hint="add tests/Dockerfile or set [verifier.environment] docker_image",
+        )
     image = run.image or config.environment.docker_image
-    context = None if image else task_dir / "environment"
-    return SeparateVerifierEnvironment(image=image, build_context=context, bundled_tests=False)
+    build = None if image else task_dir / "environment"
+    separate = SeparateVerifierEnvironment(
+        image=image, build_context=build, bundled_tests=False, own=settings
+    )
+    return separate, failure
 
 
-def _verifier(task_dir: Path, config: TaskToml, context: TaskContext, env: _Env) -> VerifierSpec:
+def _verifier(
+    task_dir: Path, config: TaskToml, context: TaskContext, env: _Env
+) -> tuple[VerifierSpec, TaskFailure | None]:
+    """The verifier's spec, and the failure of its environment's `${VAR}`s if any."""
     mode = config.verifier.mode
-    separate = None
+    separate, failure = None, None
     if mode == VerifierEnvironmentMode.SEPARATE:
-        separate = _separate(task_dir, config, context.run)
+        separate, failure = _separate(task_dir, config, context)
     user = config.verifier.user
-    return VerifierSpec(
-        disabled=context.job.verifier.disable,
+    job = context.job.verifier
+    spec = VerifierSpec(
+        disabled=job.disable,
         timeout_sec=_verifier_timeout(config, context),
         user=None if user is None else str(user),
         mode=mode,
         separate=separate,
         tests_dir=task_dir / "tests",
         env=env.verifier,
+        import_path=job.import_path,
+        class_kwargs=dict(job.class_kwargs),
     )
+    return spec, failure
 
 
 def _upload_environment_dir(task_dir: Path, image: str | None) -> bool:
@@ -332,6 +386,7 @@ def resolve_task(
     image, dockerfile = _image(task_dir, config, context.run)
     workdir, workdir_source = _workdir(task_dir, config, context.run)
     env = _envs(config, context, task_dir / CONFIG)
+    verifier, verifier_failure = _verifier(task_dir, config, context, env)
     instruction = strip_canary((task_dir / INSTRUCTION).read_text(encoding="utf-8"))
     agent_user = config.agent.user
     spec = HarborTaskSpec(
@@ -350,11 +405,11 @@ def resolve_task(
         solution_env=env.solution,
         agent_timeout_sec=_agent_timeout(config, context),
         agent_user=None if agent_user is None else str(agent_user),
-        verifier=_verifier(task_dir, config, context, env),
+        verifier=verifier,
         healthcheck=config.environment.healthcheck,
         artifacts=normalize_artifacts([*config.artifacts, *context.job.artifacts]),
         instruction="\n\n".join([instruction, *context.extra_instructions]),
         upload_environment_dir=_upload_environment_dir(task_dir, image),
-        failure=env.failure,
+        failure=env.failure or verifier_failure,
     )
     return spec, _warnings(task_dir, raw, config)

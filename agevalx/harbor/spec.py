@@ -8,7 +8,7 @@ values can be secrets: they are left out of `repr` and must not be written to re
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,6 +68,20 @@ class SeparateVerifierEnvironment(BaseModel):
     """Directory holding the Dockerfile to build when `image` is `None`."""
     bundled_tests: bool
     """The verifier image owns /tests: the task's tests/ is not uploaded."""
+    own: EnvironmentSettings | None = None
+    """`[verifier.environment]`'s workdir, resources and container env (with the job's and
+    the run's overrides over them), which replace the task's; `None`: the task's apply."""
+
+
+class EnvironmentSettings(BaseModel):
+    """A container's settings after layering (run > job > the table that declares them)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workdir: str | None = None
+    resources: Resources = Field(default_factory=Resources)
+    environment_env: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Resolved container env (may hold secrets: never written to results)."""
 
 
 class VerifierSpec(BaseModel):
@@ -86,7 +100,13 @@ class VerifierSpec(BaseModel):
     tests_dir: Path
     """The task's tests/ directory (uploaded to /tests)."""
     env: dict[str, str] = Field(default_factory=dict, repr=False)
-    """Resolved variables of the test.sh command."""
+    """Resolved variables of the test.sh command (a verifier class gets them as
+    `override_env`)."""
+    import_path: str | None = None
+    """Job `verifier.import_path` (`module.path:ClassName`): a Harbor `BaseVerifier` class
+    that replaces tests/test.sh (see agevalx/harbor/plugin.py)."""
+    class_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Job `verifier.kwargs`: extra keyword arguments of the verifier class."""
 
 
 class HarborTaskSpec(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from agevalx.environments.container import AttemptContainer
 from agevalx.harbor import errors
@@ -150,6 +151,7 @@ def run_verifier(
     *,
     timeout: float | None = None,
     workdir: str | None = None,
+    trial_root: Path | None = None,
 ) -> VerifierOutcome:
     """Verify the attempt in `container` as Harbor's `Verifier` does; never raises.
 
@@ -157,6 +159,10 @@ def run_verifier(
     multipliers before passing it); `workdir` defaults to the spec's (else `/`: pass the
     image's WORKDIR when the spec has none). test.sh runs as `[verifier].user` with the
     container env, then the layered verifier env, on top.
+
+    With a job `verifier.import_path` the Harbor verifier class runs instead
+    (`agevalx.harbor.plugin`), its `TrialPaths` under `trial_root/<task>/<uuid>/` (a
+    temporary directory when `trial_root` is None).
     """
     started = time.monotonic()
     if spec.failure is not None:
@@ -167,6 +173,17 @@ def run_verifier(
         return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
     deadline = started + (timeout if timeout is not None else spec.verifier.timeout_sec)
     try:
+        if spec.verifier.import_path is not None:
+            from agevalx.harbor.plugin import run_plugin_verifier  # imports Harbor lazily
+
+            return run_plugin_verifier(
+                container,
+                spec,
+                deadline=deadline,
+                workdir=_workdir(spec, workdir),
+                trial_root=trial_root,
+                started=started,
+            )
         return _verify(container, spec, deadline, _workdir(spec, workdir), started)
     except SANDBOX_ERRORS as exc:
         message = f"the sandbox failed during verification: {exc}"

@@ -41,7 +41,7 @@ def _use_named(reference: str, platform: str | None) -> str:
 
 def _build(node: Node, context: ExecutionContext, options: dict[str, Any]) -> str:
     assert node.task_id is not None
-    context_dir = context.plan.dataset.tasks_dir / node.task_id / "environment"
+    context_dir = context.plan.dataset.task_dir(node.task_id) / "environment"
     tag = image_tag(node.key)
     try:
         image, _ = client().images.build(

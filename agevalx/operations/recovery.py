@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
-from agevalx.environments.container import remove_scoring_containers
+from agevalx.environments.container import remove_leftover_containers
 from agevalx.errors import AgevalError, UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.graph.plan import Plan
@@ -54,6 +54,7 @@ def check_resumable(request: RunRequest) -> tuple[int, ...]:
     """Refuse (exit 2) a resume of a sealed, changed or still running attempt."""
     assert request.resume is not None
     _, index = _attempt_of_task(request, request.resume, "resume_task_mismatch")
+    assert request.dataset is not None
     directory = attempt_dir(request.dataset, request.resume)
     if not directory.is_dir():
         raise UsageError(
@@ -89,7 +90,7 @@ def mark_resume(planned: Plan, attempt: str) -> None:
             hint="restore the task's files and profiles, or start a new attempt",
         )
     node.payload["resume"] = True
-    remove_scoring_containers(attempt)
+    remove_leftover_containers(attempt, keep=previous.container_id if previous else None)
 
 
 class CutPoint(BaseModel):
@@ -164,6 +165,7 @@ def fork_origin(request: RunRequest) -> tuple[dict[str, str], list[ActivityRecor
     _attempt_of_task(request, request.fork, "fork_task_mismatch")
     if request.checkpoint is None:
         raise UsageError("fork_needs_checkpoint", "--fork needs --checkpoint <seq>")
+    assert request.dataset is not None
     source = attempt_dir(request.dataset, request.fork) / "activity.jsonl"
     if not source.is_file():
         raise UsageError(

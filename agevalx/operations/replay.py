@@ -6,19 +6,25 @@ with its own tools) are run in order and compared with the recording: exit code 
 digest. The report names the first divergence. With `evaluate`, the evaluator scores the
 replayed outputs; otherwise a finished replay is neither PASS nor FAIL. The source attempt is
 not changed, and a replay is never counted in pass@k.
+
+A replay is a `replay` node of the graph (rules/replay.yaml), a branch whose parents are the
+source's run node, its last checkpoint and the task image. Its report and activity are stored
+in the cache; the same replay asked again is reused (`fresh` recomputes it), and
+`.ageval/runs/<replay id>/` is written from the cache.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
-import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import (
     ATTEMPT_LABEL,
@@ -31,18 +37,23 @@ from agevalx.environments.engine import remove_image
 from agevalx.errors import AgevalError, UsageError
 from agevalx.evaluation.evaluate import evaluate_in
 from agevalx.fsutil import atomic_write
-from agevalx.graph.execute import execute
+from agevalx.graph.execute import ExecutionContext, NodeResult, execute
+from agevalx.graph.keys import node_key
+from agevalx.graph.lineage import Branch, record_branch, source_run_key
 from agevalx.graph.nodes import Node
-from agevalx.graph.plan import PlanRequest, plan
-from agevalx.hashing import digest_bytes
-from agevalx.images.build import execute_image, reference_of
-from agevalx.lockfile import BindingRequest
+from agevalx.graph.plan import Plan, PlanRequest, plan
+from agevalx.graph.rules import load_rules
+from agevalx.hashing import digest_bytes, digest_json
+from agevalx.images.build import execute_image, image_reference, image_still_present
 from agevalx.lockfile.node import execute_lock
 from agevalx.results.paths import attempt_dir
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
 from agevalx.runner.stage import start_environment
 
+KIND = "replay"
 REPLAY_FILE = "replay.json"
+ACTIVITY_FILE = "activity.jsonl"
+Outcome = Literal["computed", "reused"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,16 @@ class ReplayReport(BaseModel):
     source_attempt: str
     """The replayed attempt (unchanged)."""
     replay_id: str
-    """This replay's id; its evidence is under .ageval/runs/<replay_id>/."""
+    """This replay's id, `<task>-replay-<first 12 hex of its key>`; its evidence is under
+    .ageval/runs/<replay_id>/."""
+    key: str
+    """The replay node's key."""
+    source_run_key: str | None = None
+    """The source attempt's run node key (a parent of the replay node)."""
+    checkpoint_seq: int | None = None
+    """Seq of the source's last checkpoint in its activity.jsonl; None when it took none."""
+    checkpoint_key: str | None = None
+    """That checkpoint node's key (a parent of the replay node)."""
     status: Literal["matched", "diverged"]
     """`matched`: every step's exit code and output matched; `diverged`: see below."""
     steps: int
@@ -97,13 +117,40 @@ class ReplayReport(BaseModel):
     divergences: int = 0
     """How many steps differed."""
     evidence: str
-    """Directory with the replay's activity.jsonl and this report."""
+    """Directory with the replay's activity.jsonl and this report (in the cache: relative to
+    the dataset root; in the view and the command's output: that directory's path)."""
     evaluation: dict[str, Any] | None = None
     """With --evaluate: the evaluator's status, score and details on the replayed outputs."""
     counted_in_pass_at_k: bool = False
     """Replays never count in pass@k."""
     seconds: float = Field(default=0.0)
-    """Wall time of the replay."""
+    """Wall time of the replay when it was computed."""
+
+
+@dataclass(frozen=True)
+class ReplaySource:
+    """What a replay re-executes, and the nodes it grows from."""
+
+    attempt: str
+    task: str
+    commands: list[RecordedCommand]
+    run_key: str | None
+    """The source attempt's run node key."""
+    checkpoint: ActivityRecord | None
+    """The source's last checkpoint record."""
+
+    def actions_digest(self) -> str:
+        """The digest of the recorded commands (what the replay re-executes and compares)."""
+        return digest_json([asdict(command) for command in self.commands])
+
+
+@dataclass
+class ReplayOutcome:
+    """The replay's report, and whether this call computed it or reused it from the cache."""
+
+    report: ReplayReport
+    outcome: Outcome
+    node: Node
 
 
 def _recorded_commands(records: list[ActivityRecord]) -> list[RecordedCommand]:
@@ -135,9 +182,10 @@ def _recorded_commands(records: list[ActivityRecord]) -> list[RecordedCommand]:
     return commands
 
 
-def _source_records(dataset: Path, attempt: str) -> tuple[str, list[ActivityRecord]]:
+def read_source(dataset: Path, attempt: str) -> ReplaySource:
+    """The kept attempt `attempt`: its task, recorded commands, run key and last checkpoint."""
     directory = attempt_dir(dataset, attempt)
-    activity = directory / "activity.jsonl"
+    activity = directory / ACTIVITY_FILE
     if not activity.is_file():
         raise UsageError(
             "no_recovery_state",
@@ -145,69 +193,205 @@ def _source_records(dataset: Path, attempt: str) -> tuple[str, list[ActivityReco
             field="--run",
             hint="replay attempts run with --keep-recovery-state (see .ageval/runs/)",
         )
+    records = ActivityJournal(activity).read()
     result = directory / "result.json"
     task = json.loads(result.read_text())["task_id"] if result.is_file() else None
-    if task is None:
-        task = attempt.rsplit("-", 2)[0]
-    return str(task), ActivityJournal(activity).read()
+    checkpoints = [record for record in records if record.type == "checkpoint"]
+    return ReplaySource(
+        attempt=attempt,
+        task=str(task or attempt.rsplit("-", 2)[0]),
+        commands=_recorded_commands(records),
+        run_key=source_run_key(dataset, attempt),
+        checkpoint=checkpoints[-1] if checkpoints else None,
+    )
+
+
+def replay_node(planned: Plan, source: ReplaySource, evaluate: bool, store: CacheStore) -> Node:
+    """The replay node of `source`, keyed by rules/replay.yaml beside the planned lock and image."""
+    rule = load_rules()[KIND]
+    assert planned.key_inputs is not None
+    given = {
+        "replay": {"source": source.attempt, "actions": source.actions_digest()},
+        "evaluate": evaluate,
+    }
+    inputs = planned.key_inputs(rule, source.task, given)
+    available = {
+        "image": [planned.node(f"image:{source.task}").key],
+        "run": [source.run_key] if source.run_key else [],
+        "checkpoint": [str(source.checkpoint.detail["key"])] if source.checkpoint else [],
+    }
+    parents = {kind: available[kind] for kind in rule.parents}
+    key = node_key(rule, inputs, parents)
+    action = store.get_action(KIND, key)
+    return Node(
+        id=f"{KIND}:{source.task}",
+        kind=KIND,
+        key=key,
+        inputs=inputs,
+        parents=parents,
+        status="hit" if action is not None else "miss",
+        task_id=source.task,
+        action=action,
+        payload={"source": source, "evaluate": evaluate},
+    )
+
+
+def replay_id(node: Node) -> str:
+    return f"{node.task_id}-{KIND}-{node.key[:12]}"
+
+
+def _report_bytes(report: ReplayReport) -> bytes:
+    return report.model_dump_json(indent=2).encode() + b"\n"
+
+
+def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
+    """Replay the source's commands in a new environment; store the report and activity."""
+    source: ReplaySource = node.payload["source"]
+    lock: dict[str, Any] = context.plan.node(f"lock:{source.task}").payload["lock"]
+    identity = replay_id(node)
+    directory = attempt_dir(context.plan.dataset.root, identity)
+    shutil.rmtree(directory, ignore_errors=True)
+    started = time.monotonic()
+    report = _run(
+        context.plan,
+        node,
+        lock,
+        image_reference(context, node),
+        source.commands,
+        directory,
+        node.payload["evaluate"],
+        context.store.root,
+    )
+    checkpoint = source.checkpoint
+    report = report.model_copy(
+        update={
+            "source_attempt": source.attempt,
+            "replay_id": identity,
+            "key": node.key,
+            "source_run_key": source.run_key,
+            "checkpoint_seq": checkpoint.seq if checkpoint else None,
+            "checkpoint_key": str(checkpoint.detail["key"]) if checkpoint else None,
+            "evidence": directory.relative_to(context.plan.dataset.root).as_posix(),
+            "seconds": round(time.monotonic() - started, 3),
+        }
+    )
+    activity = directory / ACTIVITY_FILE
+    store = context.store
+    with store.in_use():
+        outputs = {
+            "report": OutputRef(digest=store.put_bytes(_report_bytes(report)), type="blob"),
+            "activity": OutputRef(
+                digest=store.put_file(activity) if activity.is_file() else store.put_bytes(b""),
+                type="blob",
+            ),
+        }
+    evaluation = report.evaluation or {}
+    return NodeResult(
+        outputs=outputs,
+        meta={
+            "replay_id": identity,
+            "source_attempt": source.attempt,
+            "status": report.status,
+            "divergences": report.divergences,
+            "evaluation": evaluation.get("status"),
+        },
+    )
+
+
+def _revalidate_image(planned: Plan, task: str) -> None:
+    """A cached image node is a hit only where this engine still holds the image."""
+    node = planned.node(f"image:{task}")
+    if node.action is not None and not image_still_present(dict(node.action.meta)):
+        node.status, node.action = "miss", None
+
+
+def write_view(dataset_root: Path, store: CacheStore, action: ActionManifest) -> ReplayReport:
+    """Write `.ageval/runs/<replay id>/` (replay.json, activity.jsonl) from the cached node."""
+    cached = ReplayReport.model_validate_json(store.get_bytes(action.outputs["report"].digest))
+    directory = attempt_dir(dataset_root, cached.replay_id)
+    report = cached.model_copy(update={"evidence": directory.as_posix()})
+    atomic_write(directory / ACTIVITY_FILE, store.get_bytes(action.outputs["activity"].digest))
+    atomic_write(directory / REPLAY_FILE, _report_bytes(report))
+    return report
+
+
+def replay(
+    dataset: Path, attempt: str, store: CacheStore, *, evaluate: bool, fresh: bool = False
+) -> ReplayOutcome:
+    """Replay `attempt` of `dataset` (or reuse the cached replay); see the module docstring.
+
+    `fresh` re-executes it even when the cache holds it, replacing the cached entry.
+    """
+    source = read_source(dataset, attempt)
+    planned = plan(
+        PlanRequest(dataset=dataset, tasks=(source.task,), kinds=frozenset({"image"})), store
+    )
+    _revalidate_image(planned, source.task)
+    node = replay_node(planned, source, evaluate, store)
+    if fresh:
+        node.status, node.action = "miss", None
+    planned.graph.add_node(node.id, node=node)
+    planned.graph.add_edge(f"image:{source.task}", node.id)
+    executors = {"lock": execute_lock, "image": execute_image, KIND: execute_replay}
+    try:
+        report = execute(planned, store, executors, on_interrupt=remove_session_containers)
+    finally:
+        remove_session_containers()
+    failed = next((item for item in report.nodes if item.error is not None), None)
+    if failed is not None and failed.error is not None:
+        raise failed.error
+    item = next(item for item in report.nodes if item.node.id == node.id)
+    assert item.action is not None
+    outcome: Outcome = "reused" if item.outcome == "reused" else "computed"
+    root = planned.dataset.root
+    written = write_view(root, store, item.action)
+    record_branch(
+        root,
+        Branch(
+            kind="replay",
+            id=written.replay_id,
+            node=node.id,
+            key=node.key,
+            task_id=source.task,
+            source_attempt=source.attempt,
+            checkpoint_seq=written.checkpoint_seq,
+            checkpoint_key=written.checkpoint_key,
+            parent_run_key=source.run_key,
+            evaluate=evaluate,
+        ),
+    )
+    return ReplayOutcome(report=written, outcome=outcome, node=node)
 
 
 def _digest(output: str | None) -> str | None:
     return None if output is None else digest_bytes(output[-64 * 1024 :].encode())
 
 
-def replay(dataset: Path, attempt: str, store: CacheStore, *, evaluate: bool) -> ReplayReport:
-    """Replay `attempt` of `dataset` in a new environment; see the module docstring."""
-    task, records = _source_records(dataset, attempt)
-    planned = plan(
-        PlanRequest(
-            dataset=dataset, tasks=(task,), binding=BindingRequest(), kinds=frozenset({"image"})
-        ),
-        store,
-    )
-    report = execute(planned, store, {"lock": execute_lock, "image": execute_image})
-    failed = next((item for item in report.nodes if item.error is not None), None)
-    if failed is not None and failed.error is not None:
-        raise failed.error
-    lock = planned.node(f"lock:{task}").payload["lock"]
-    reference = reference_of(store, report.actions[f"image:{task}"])
-    replay_id = f"{task}-replay-{uuid.uuid4().hex[:12]}"
-    directory = attempt_dir(planned.dataset.root, replay_id)
-    started = time.monotonic()
-    try:
-        outcome = _run(planned, lock, task, reference, records, directory, evaluate, store.root)
-    finally:
-        remove_session_containers()
-    outcome.source_attempt, outcome.replay_id = attempt, replay_id
-    outcome.seconds = round(time.monotonic() - started, 3)
-    atomic_write(directory / REPLAY_FILE, outcome.model_dump_json(indent=2).encode() + b"\n")
-    return outcome
-
-
 def _run(
-    planned: Any,
+    planned: Plan,
+    replay: Node,
     lock: dict[str, Any],
-    task: str,
     image: str,
-    records: list[ActivityRecord],
+    commands: list[RecordedCommand],
     directory: Path,
     evaluate: bool,
     cache_dir: Path,
 ) -> ReplayReport:
+    task = str(replay.task_id)
+    # The environment is started as attempt 0 of a run (names and labels of its containers).
     node = Node(
-        id=f"replay:{task}",
+        id=replay.id,
         kind="run",
-        key=directory.name,
+        key=replay.key,
         inputs={},
         parents={},
         status="miss",
         task_id=task,
         attempt=0,
     )
-    task_dir = planned.dataset.tasks_dir / task
+    task_dir = planned.dataset.task_dir(task)
     environment = start_environment(node, lock, task_dir, image, planned.profiles_path, cache_dir)
-    journal = ActivityJournal(directory / "activity.jsonl")
-    commands = _recorded_commands(records)
+    journal = ActivityJournal(directory / ACTIVITY_FILE)
     found: list[Divergence] = []
     try:
         for step, recorded in enumerate(commands):
@@ -230,6 +414,7 @@ def _run(
     return ReplayReport(
         source_attempt="",
         replay_id="",
+        key=replay.key,
         status="diverged" if found else "matched",
         steps=len(commands),
         first_divergence=found[0] if found else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agevalx.cache.manifest import ActionManifest
@@ -17,6 +17,10 @@ from agevalx.graph.execute import ExecutionReport, Executor, NodeReport, execute
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan, PlanRequest, plan
+from agevalx.harbor.dataset import harbor_warnings
+from agevalx.harbor.errors import HarborWarning
+from agevalx.harbor.options import HarborOptions
+from agevalx.hashing import digest_json
 from agevalx.images.build import execute_image, image_still_present
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import execute_lock, write_lock_view
@@ -45,7 +49,8 @@ EXECUTORS: dict[str, Executor] = {
 class RunRequest:
     """What `ageval run` was asked."""
 
-    dataset: Path
+    dataset: Path | None
+    """The dataset directory; `None` for a Harbor job config that lists its own tasks."""
     tasks: tuple[str, ...] = ()
     k: int = 1
     binding: BindingRequest = field(default_factory=BindingRequest)
@@ -59,6 +64,8 @@ class RunRequest:
     """Start a new attempt from a cut point of this (kept) attempt."""
     checkpoint: int | None = None
     """With fork: the cut point's seq (see `ageval checkpoints`)."""
+    harbor: HarborOptions | None = None
+    """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
 
 
 @dataclass
@@ -74,6 +81,11 @@ class RunOutcome:
     @property
     def ok(self) -> bool:
         return all(result.status != "ERROR" for result in self.results)
+
+    @property
+    def warnings(self) -> list[HarborWarning]:
+        """What the Harbor loader reported (declared job-config fields it did not apply)."""
+        return harbor_warnings(self.plan.dataset)
 
 
 def _sample(dataset: Path, fresh: bool) -> int:
@@ -119,44 +131,97 @@ def run(
     """Run (or reuse) every attempt of the request and write result.json / summary.json."""
     if request.k < 1:
         raise UsageError("invalid_k", "-k must be at least 1", field="-k")
+    if request.dataset is None and (request.resume or request.fork):
+        raise UsageError(
+            "dataset_required", "--resume and --fork need the dataset directory", field="DATASET"
+        )
     attempts = check_resumable(request) if request.resume else None
     origin, inherited = fork_origin(request) if request.fork else (None, [])
-    sample = _sample(request.dataset, request.fresh)
-    planned = plan(
-        PlanRequest(
-            dataset=request.dataset,
-            tasks=request.tasks,
-            k=max(attempts) + 1 if attempts else request.k,
-            binding=request.binding,
-            sample=sample,
-            attempts=attempts,
-            fork=origin,
-        ),
-        store,
+    sample = _sample(request.dataset or Path.cwd(), request.fresh)
+    plan_request = PlanRequest(
+        dataset=request.dataset,
+        tasks=request.tasks,
+        k=max(attempts) + 1 if attempts else request.k,
+        binding=request.binding,
+        sample=sample,
+        attempts=attempts,
+        fork=origin,
+        harbor=request.harbor,
     )
+    callbacks = _Callbacks(on_progress, on_start, on_plan)
+    strategy = request.harbor.effective_strategy if request.harbor else "avg"
+    if strategy == "pass" and request.k > 1 and attempts is None and origin is None:
+        return _run_until_passed(plan_request, request, store, callbacks)
+    planned = plan(plan_request, store)
     if origin is not None:
         for node in planned.nodes():
             if node.kind == "run":
                 node.payload["fork"] = {**origin, "records": inherited}
     if request.resume:
         mark_resume(planned, request.resume)
+    report = _execute(planned, request, store, callbacks)
+    return _write_views(planned, store, report, request.keep_recovery_state)
+
+
+@dataclass(frozen=True)
+class _Callbacks:
+    on_progress: Callable[[NodeReport], None] | None
+    on_start: Callable[[Node], None] | None
+    on_plan: Callable[[Plan], None] | None
+
+
+def _execute(
+    planned: Plan, request: RunRequest, store: CacheStore, callbacks: _Callbacks
+) -> ExecutionReport:
     _revalidate_images(planned)
-    if on_plan is not None:
-        on_plan(planned)
+    if callbacks.on_plan is not None:
+        callbacks.on_plan(planned)
     workers = request.workers or planned.dataset.config.defaults.max_concurrent_tasks
     try:
-        report = execute(
+        return execute(
             planned,
             store,
             EXECUTORS,
             workers=workers,
-            on_progress=on_progress,
+            on_progress=callbacks.on_progress,
             on_interrupt=remove_session_containers,
-            on_start=on_start,
+            on_start=callbacks.on_start,
         )
     finally:
         remove_session_containers()
-    return _write_views(planned, store, report, request.keep_recovery_state)
+
+
+def _run_until_passed(
+    plan_request: PlanRequest, request: RunRequest, store: CacheStore, callbacks: _Callbacks
+) -> RunOutcome:
+    """The `pass` strategy: attempt i of a task runs only when attempts 0..i-1 all failed.
+
+    Each round is planned and cached like any run (a re-run replays the rounds from the
+    cache); the summary covers the attempts that ran, so it is written, not cached.
+    """
+    first: Plan | None = None
+    nodes: list[NodeReport] = []
+    actions: dict[str, ActionManifest] = {}
+    results: list[AttemptResult] = []
+    pending = plan_request.tasks
+    for attempt in range(request.k):
+        planned = plan(replace(plan_request, tasks=pending, attempts=(attempt,)), store)
+        first = first or planned
+        report = _execute(planned, request, store, callbacks)
+        nodes += report.nodes
+        actions.update(report.actions)
+        round_results = _write_views(planned, store, report, request.keep_recovery_state).results
+        results += round_results
+        pending = tuple(r.task_id for r in round_results if r.status != "PASS")
+        if not pending:
+            break
+    assert first is not None
+    report = ExecutionReport(nodes=nodes, actions=actions)
+    key = digest_json(sorted(ref.key for r in results for ref in r.nodes if ref.kind == "run"))
+    summary = job_summary(first, results, request.k, key)
+    path = suite_dir(first.dataset.root, summary.job_id) / "summary.json"
+    atomic_write(path, summary.model_dump_json(indent=2).encode() + b"\n")
+    return RunOutcome(first, report, results, summary, path)
 
 
 def _write_views(

@@ -26,7 +26,7 @@ class AttemptRef(ReportModel):
     attempt: int
     """Attempt index within its job (0..k-1)."""
     status: Status
-    """PASS, FAIL or ERROR."""
+    """PASS, FAIL, DONE (scored without a pass/fail result) or ERROR."""
     score: float | None
     """The evaluator's score, when it gave one."""
     limit: str | None
@@ -59,7 +59,7 @@ class ReportRow(ReportModel):
     tasks: int
     """Tasks counted in the row (1 for a task row)."""
     metrics: TaskMetrics
-    """n, PASS/FAIL/ERROR counts, pass rate, pass@k, pass^k, avg score, limits hit."""
+    """n, PASS/FAIL/ERROR/DONE counts, pass rate, pass@k, pass^k, avg score, limits hit."""
     config_digests: list[str]
     """Lock digests of the attempts counted (sorted, distinct)."""
     attempts: list[AttemptRef]

@@ -12,8 +12,17 @@ from agevalx.errors import AgevalError
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
+from agevalx.harbor.dataset import harbor_options
+from agevalx.harbor.summary import harbor_summary
 from agevalx.results.metrics import overall_metrics, task_metrics
-from agevalx.results.models import AttemptResult, ErrorInfo, JobSummary, NodeRef
+from agevalx.results.models import (
+    AttemptResult,
+    ErrorInfo,
+    HarborSummary,
+    JobSummary,
+    NodeRef,
+    TaskMetrics,
+)
 from agevalx.results.paths import attempt_id
 
 ENVIRONMENT_CODES = frozenset(
@@ -90,7 +99,7 @@ def attempt_result(
         document = _evaluation(store, evaluate)
         seconds["evaluate"] = document.get("seconds", 0.0)
         fields["evaluator_output"] = document.get("evaluator_output")
-        if document["status"] in ("PASS", "FAIL"):
+        if document["status"] in ("PASS", "FAIL", "DONE"):
             fields.update(
                 status=document["status"],
                 score=document.get("score"),
@@ -125,12 +134,16 @@ def attempt_result(
 
 
 def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: str) -> JobSummary:
+    harbor = _harbor(plan, results)
     tasks = {}
     for task_id in plan.task_ids:
         mine = [result for result in results if result.task_id == task_id]
-        tasks[task_id] = task_metrics(
+        metrics = task_metrics(
             [r.status for r in mine], [r.score for r in mine], [r.limit for r in mine], k
         )
+        if harbor is not None and harbor.strategy == "pass":
+            metrics = _stopped_at_first_pass(metrics, k)
+        tasks[task_id] = metrics
     slug = plan.dataset.config.dataset_id.replace("/", "-")
     return JobSummary(
         job_id=f"{slug}-{summary_key[:12]}",
@@ -150,6 +163,26 @@ def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: s
             for r in results
         ],
         summary_key=summary_key,
+        harbor=harbor,
+    )
+
+
+def _stopped_at_first_pass(metrics: TaskMetrics, k: int) -> TaskMetrics:
+    """Under the `pass` strategy a task stops at its first pass: pass@k is whether it passed
+    within k attempts (the unbiased estimator needs all k), and pass^k is unknown."""
+    judged = metrics.n - metrics.done
+    known = metrics.passed > 0 or judged >= k
+    return metrics.model_copy(
+        update={"pass_at_k": float(metrics.passed > 0) if known else None, "pass_hat_k": None}
+    )
+
+
+def _harbor(plan: Plan, results: list[AttemptResult]) -> HarborSummary | None:
+    if plan.dataset.kind != "harbor":
+        return None
+    options = harbor_options(plan.dataset)
+    return harbor_summary(
+        plan.task_ids, results, options.primary_metric, options.effective_strategy
     )
 
 

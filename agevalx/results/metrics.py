@@ -27,6 +27,8 @@ def task_metrics(
 ) -> TaskMetrics:
     n = len(statuses)
     c = sum(1 for status in statuses if status == "PASS")
+    done = sum(1 for status in statuses if status == "DONE")
+    judged = n - done
     known = [score for score in scores if score is not None]
     hit: dict[str, int] = {}
     for limit in limits:
@@ -37,9 +39,10 @@ def task_metrics(
         passed=c,
         failed=sum(1 for status in statuses if status == "FAIL"),
         errors=sum(1 for status in statuses if status == "ERROR"),
-        pass_rate=c / n if n else None,
-        pass_at_k=pass_at_k(n, c, k),
-        pass_hat_k=pass_hat_k(n, c, k),
+        done=done,
+        pass_rate=c / judged if judged else None,
+        pass_at_k=pass_at_k(judged, c, k),
+        pass_hat_k=pass_hat_k(judged, c, k),
         avg_score=sum(known) / len(known) if known else None,
         limits=hit,
     )
@@ -61,6 +64,7 @@ def overall_metrics(tasks: Sequence[TaskMetrics]) -> TaskMetrics:
         passed=sum(task.passed for task in tasks),
         failed=sum(task.failed for task in tasks),
         errors=sum(task.errors for task in tasks),
+        done=sum(task.done for task in tasks),
         pass_rate=_mean([task.pass_rate for task in tasks]),
         pass_at_k=_mean([task.pass_at_k for task in tasks]),
         pass_hat_k=_mean([task.pass_hat_k for task in tasks]),

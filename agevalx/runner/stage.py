@@ -320,7 +320,7 @@ def _fresh_environment(
     node: Node, context: ExecutionContext, lock: dict[str, Any], point: ResumePoint | None
 ) -> AttemptEnvironment:
     """A new environment, with the last checkpoint (if any) restored into it."""
-    task_dir = context.plan.dataset.tasks_dir / str(node.task_id)
+    task_dir = context.plan.dataset.task_dir(str(node.task_id))
     image = image_reference(context, node)
     environment = start_environment(
         node, lock, task_dir, image, context.plan.profiles_path, context.store.root
@@ -347,7 +347,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         from agevalx.harbor.nodes import execute_harbor_run
 
         return execute_harbor_run(node, context)
-    task_dir = context.plan.dataset.tasks_dir / node.task_id
+    task_dir = context.plan.dataset.task_dir(node.task_id)
     directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
     previous = read_attempt(directory) if node.payload.get("resume") else None
     if previous is None:

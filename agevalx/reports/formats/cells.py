@@ -58,6 +58,11 @@ def columns(report: Report, scope: str) -> list[Column]:
         Column("PASS", lambda row: str(row.metrics.passed), numeric=True),
         Column("FAIL", lambda row: str(row.metrics.failed), numeric=True),
         Column("ERROR", lambda row: str(row.metrics.errors), numeric=True),
+        *(
+            [Column("DONE", lambda row: str(row.metrics.done), numeric=True)]
+            if any(row.metrics.done for row in report.tasks)
+            else []
+        ),
         Column("pass rate", lambda row: number(row.metrics.pass_rate), numeric=True),
         Column(f"pass@{k}", lambda row: number(row.metrics.pass_at_k), numeric=True),
         Column(f"pass^{k}", lambda row: number(row.metrics.pass_hat_k), numeric=True),

@@ -35,6 +35,7 @@ FIELDS: dict[str, Callable[[ReportRow], str]] = {
     "passed": lambda row: str(row.metrics.passed),
     "failed": lambda row: str(row.metrics.failed),
     "errors": lambda row: str(row.metrics.errors),
+    "done": lambda row: str(row.metrics.done),
     "pass_rate": lambda row: _number(row.metrics.pass_rate),
     "pass_at_k": lambda row: _number(row.metrics.pass_at_k),
     "pass_hat_k": lambda row: _number(row.metrics.pass_hat_k),

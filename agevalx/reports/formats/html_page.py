@@ -72,7 +72,12 @@ def _cell(column: Column, row: ReportRow) -> str:
     text = column.cell(row)
     if not column.numeric:
         return f"<td>{esc(text)}</td>"
-    status = {"PASS": row.metrics.passed, "FAIL": row.metrics.failed, "ERROR": row.metrics.errors}
+    status = {
+        "PASS": row.metrics.passed,
+        "FAIL": row.metrics.failed,
+        "ERROR": row.metrics.errors,
+        "DONE": row.metrics.done,
+    }
     classes = ["num"]
     if column.header in status:
         classes.append(column.header if status[column.header] else "zero")

@@ -49,3 +49,19 @@ def test_k5_job_writes_pass_at_k_and_a_rerun_reuses_all_five(copy_dataset, capsy
     assert second["counts"]["computed"] == 0
     runs = [n for n in second["nodes"] if n["kind"] == "run"]
     assert len(runs) == 5 and {n["outcome"] for n in runs} == {"reused"}
+
+
+def test_the_harbor_demo_scores_as_its_readme_says(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(EXAMPLES / "harbor-demo")
+    assert main(["run", str(dataset), "--agent", "oracle", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    statuses = {r["task_id"]: (r["status"], r["score"]) for r in first["results"]}
+    assert statuses == {"hello": ("PASS", 1.0), "judge": ("FAIL", 0.0), "partial": ("DONE", 0.5)}
+    judge = '{"verifier": {"env": {"JUDGE_MODEL": "good-judge"}}}'
+    args = ["run", str(dataset), "--agent", "oracle", "--job-config", judge, "--json"]
+    assert main(args) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert {r["task_id"]: r["status"] for r in second["results"]}["judge"] == "PASS"
+    # The job's verifier env reaches every task's verifier: the verifiers run again, no agent.
+    computed = {n["kind"] for n in second["nodes"] if n["outcome"] == "computed"}
+    assert computed == {"lock", "evaluate", "summary"}

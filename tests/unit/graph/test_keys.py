@@ -74,16 +74,16 @@ def test_lock_field_reads_dotted_paths_and_missing_is_none() -> None:
 
 def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
     rules = load_rules()
-    assert set(rules) == {"lock", "image", "run", "checkpoint", "evaluate", "summary"}
+    assert set(rules) == {"lock", "image", "run", "checkpoint", "evaluate", "summary", "replay"}
     assert rules["evaluate"].parents == ["run"]
     assert rules["run"].parents == ["image"]
 
 
 GOLDEN_KEYS = {
-    "lock:alpha": "5ad159b23745bc2ee5b03d4122e92e99",
+    "lock:alpha": "9a7a4aaef5f3c0c9980badb56eca38a1",
     "image:alpha": "493f0edbeabcc50c3222b57152a32b27",
-    "run:alpha#0": "78d44bbbcfd5d08ebba8ec1b98446582",
-    "evaluate:alpha#0": "bbbfa5d65227e0d97675093b23e66b20",
+    "run:alpha#0": "d284d94b1d50a6a4841eae4013068faf",
+    "evaluate:alpha#0": "679e32b9077f5876e7d23a7cac1945ed",
 }
 
 
@@ -91,4 +91,4 @@ def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: 
     planned = plan(PlanRequest(dataset=dataset, tasks=("alpha",), k=2), store)
     keys = {node.id: node.key for node in planned.nodes()}
     assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
-    assert keys["summary:job"] == "dc8adfd9dafcaaf3d05447e8b98f6a3f"
+    assert keys["summary:job"] == "5b9ceb6d5727b58a7716137132c49013"

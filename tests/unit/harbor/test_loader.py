@@ -191,7 +191,6 @@ def test_invalid_job_field_names_the_field(make_task: TaskFactory, tmp_path: Pat
             codes.GIT_SOURCE,
             "tasks[0]",
         ),
-        ({"verifier": {"import_path": "m:V"}}, codes.VERIFIER_IMPORT_PATH, "verifier.import_path"),
         ({"verifier": {"kwargs": {"a": 1}}}, codes.JOB_CONFIG_INVALID, "verifier.kwargs"),
     ],
 )

@@ -173,3 +173,16 @@ def test_a_dataset_copied_elsewhere_reports_the_same_bytes(dataset: Path, tmp_pa
         assert render_report(build_report(dataset), output_format) == render_report(
             build_report(tmp_path / "copy"), output_format
         )
+
+
+def test_done_attempts_are_counted_and_shown_only_when_there_are_some(
+    tmp_path: Path, dataset: Path
+) -> None:
+    results = [make_result("h", 0, "DONE", score=0.5), make_result("h", 1, "PASS", score=1.0)]
+    write_results(tmp_path / "harbor", results)
+    report = build_report(tmp_path / "harbor")
+    lines = render_report(report, "csv").splitlines()
+    row = dict(zip(lines[0].split(","), lines[1].split(","), strict=True))
+    assert (row["done"], row["passed"], row["pass_rate"]) == ("1", "1", "1.0")
+    assert "| DONE |" in render_report(report, "markdown")
+    assert "| DONE |" not in render_report(build_report(dataset), "markdown")

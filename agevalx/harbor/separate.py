@@ -1,0 +1,269 @@
+"""Harbor's `separate` verifier environment: a fresh container that gets the agent's artifacts.
+
+Harbor 0.26 verifies a single-step task in separate mode this way (trial/single_step.py
+`_run`, trial/trial.py `_run_separate_verifier`): /logs/artifacts and the declared
+`[[artifacts]]` are collected from the agent's environment, which is then stopped; the
+verifier environment (models/task/verifier_mode.py `resolve_verifier_environment_definition`)
+starts; /logs/verifier is emptied; every artifact is re-materialized at its original source
+path (trial/artifact_handler.py `upload_artifacts`); and the verifier runs there, uploading
+tests/ unless the verifier image owns /tests. Nothing else of the agent's container is seen.
+
+`verifier_task` is the task as the verifier environment sees it (image or build context,
+workdir, resources, container env), so `build_task_image`, `container_spec` and
+`run_verifier` apply to it unchanged.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import shlex
+import shutil
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import docker
+
+from agevalx.environments.container import AttemptContainer
+from agevalx.environments.engine import EnvironmentFailure, client, image_exists
+from agevalx.harbor.images import build_task_image
+from agevalx.harbor.models import ArtifactConfig
+from agevalx.harbor.outcomes import (
+    VERIFIER_DISABLED,
+    VERIFIER_SANDBOX_FAILED,
+    VerifierOutcome,
+    VerifierStatus,
+)
+from agevalx.harbor.sandbox import (
+    ARTIFACT_LOGS,
+    ROOT,
+    SANDBOX_ERRORS,
+    VERIFIER_LOGS,
+    directory_files,
+    run_checked,
+)
+from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.harbor.taskdir import CONFIG, DOCKERFILE
+from agevalx.harbor.verifier import run_verifier
+
+StartContainer = Callable[[HarborTaskSpec, str], tuple[AttemptContainer, str]]
+"""Starts a container of an image for a task (view); returns it and its working directory."""
+
+MAIN_SERVICES = (None, "main")
+
+
+def verifier_task(spec: HarborTaskSpec) -> HarborTaskSpec:
+    """`spec` as seen from its separate verifier environment (Harbor's definition rules).
+
+    `[verifier.environment]` replaces the task's workdir, resources and container env (the
+    job's and the run's overrides over it, resolved by the loader); without it the task's
+    `[environment]` is used. The image is the verifier environment's
+    `docker_image`, else tests/Dockerfile, else the task's image or environment/Dockerfile.
+    The agent's healthcheck does not run there.
+    """
+    separate = spec.verifier.separate
+    if separate is None:
+        raise ValueError(f"task {spec.name} is verified in the agent's environment")
+    context = separate.build_context
+    update: dict[str, Any] = {
+        "image": separate.image,
+        "dockerfile": None if context is None else context / DOCKERFILE,
+        "upload_environment_dir": spec.upload_environment_dir and not separate.bundled_tests,
+        "healthcheck": None,
+    }
+    if spec.workdir_source == "dockerfile":  # environment/Dockerfile's: the image has it
+        update |= {"workdir": None, "workdir_source": None}
+    own = separate.own
+    if own is not None:
+        update |= {
+            "workdir": own.workdir,
+            "workdir_source": "task" if own.workdir else None,
+            "resources": own.resources,
+            "environment_env": own.environment_env,
+        }
+    return spec.model_copy(update=update)
+
+
+def verifier_image(view: HarborTaskSpec) -> str:
+    """The verifier environment's image: named (pulled when missing) or built and cached."""
+    if view.image is None:
+        return build_task_image(view)
+    if not image_exists(view.image):
+        try:
+            client().images.pull(view.image)
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(
+                "image_unavailable",
+                f"the verifier image {view.image} is not present and cannot be pulled: "
+                f"{exc.explanation}",
+                file=str(view.dir / CONFIG),
+                field="verifier.environment.docker_image",
+                hint="load it with `docker load`, or make a registry reachable",
+            ) from None
+    return view.image
+
+
+def artifact_entries(spec: HarborTaskSpec) -> list[ArtifactConfig]:
+    """Harbor's collection set: /logs/artifacts first unless an entry declares it, then the
+    declared entries (those of other compose services are not collected)."""
+    declared = [a for a in spec.artifacts if a.service in MAIN_SERVICES]
+    if any(a.source.rstrip("/") == ARTIFACT_LOGS for a in declared):
+        return declared
+    return [ArtifactConfig(source=ARTIFACT_LOGS), *declared]
+
+
+def host_path(collected: Path, artifact: ArtifactConfig) -> Path:
+    """Where an entry was collected: its `destination`, else its source mirrored."""
+    relative = PurePosixPath(artifact.destination or artifact.source)
+    parts = [part for part in relative.parts if part not in ("", "/", "..")]
+    return collected.joinpath(*parts)
+
+
+def collect(container: AttemptContainer, spec: HarborTaskSpec, collected: Path) -> list[str]:
+    """Copy the collection set out of the agent's container to its host paths under
+    `collected`, files whole; returns the sources found (missing ones are skipped)."""
+    found: list[str] = []
+    for artifact in artifact_entries(spec):
+        target = host_path(collected, artifact)
+        probe = container.exec(f"test -d {shlex.quote(artifact.source)}", workdir="/", user=ROOT)
+        if probe.exit_code == 0:
+            container.get_directory(artifact.source, target)
+            found.append(artifact.source)
+            continue
+        data = container.read_file(artifact.source, limit=-1)  # -1: the whole file
+        if data is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            found.append(artifact.source)
+    return found
+
+
+def excluded(relative: str, patterns: list[str]) -> bool:
+    """Whether GNU tar's `--exclude` (as Harbor passes it, for `tar -C source .`) drops the
+    member `./relative`: a pattern matches the whole name or any trailing run of its
+    components, and `*` matches `/` too."""
+    parts = PurePosixPath(relative).parts
+    names = [f"./{relative}", *("/".join(parts[i:]) for i in range(len(parts)))]
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
+
+
+def _drop_excluded(root: Path, patterns: list[str]) -> None:
+    for path in sorted(root.rglob("*"), key=lambda p: len(p.parts)):
+        if (path.exists() or path.is_symlink()) and excluded(
+            path.relative_to(root).as_posix(), patterns
+        ):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
+def sanitized_copy(source: Path, staging: Path) -> Path:
+    """Harbor's `copy_via_tar`: `source` copied to `staging/<name>` through a tar read back
+    with the `data` filter, so setuid bits, special files and links leaving it are dropped."""
+    is_dir = source.is_dir() and not source.is_symlink()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(source, arcname="." if is_dir else source.name)
+    buffer.seek(0)
+    target = staging / source.name if is_dir else staging
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=buffer, mode="r") as archive:
+        for member in archive:
+            try:
+                archive.extract(member, target, filter="data")
+            except tarfile.FilterError:
+                continue
+    return staging / source.name
+
+
+def restore_artifacts(
+    container: AttemptContainer, spec: HarborTaskSpec, collected: Path, staging: Path
+) -> list[str]:
+    """Re-materialize the collected artifacts at their source paths (Harbor's
+    `upload_artifacts`): a directory replaces the emptied target, a file lands in its
+    parent (created, mode 777). Returns the sources restored; missing ones are skipped."""
+    restored: list[str] = []
+    for index, artifact in enumerate(artifact_entries(spec)):
+        found = host_path(collected, artifact)
+        if not found.exists():
+            continue
+        copy = sanitized_copy(found, staging / str(index))
+        if not (copy.exists() or copy.is_symlink()):
+            continue
+        target = artifact.source.rstrip("/") or "/"
+        if copy.is_dir() and not copy.is_symlink():
+            _drop_excluded(copy, artifact.exclude)
+            copy.chmod(0o777)  # the copy's root entry keeps the emptied target world-writable
+            quoted = shlex.quote(target)
+            run_checked(
+                container,
+                f"rm -rf {quoted} && mkdir -p {quoted} && chmod 777 {quoted}",
+                f"emptying {target}",
+            )
+            container.put_directory(copy, target)
+        else:
+            parent, name = str(PurePosixPath(target).parent), PurePosixPath(target).name
+            quoted = shlex.quote(parent)
+            run_checked(container, f"mkdir -p {quoted} && chmod 777 {quoted}", f"creating {parent}")
+            container.put_files(parent, {name: (copy.read_bytes(), copy.stat().st_mode & 0o7777)})
+        restored.append(artifact.source)
+    return restored
+
+
+def _prepare(container: AttemptContainer, view: HarborTaskSpec, workdir: str) -> None:
+    """What Harbor's environment start does there: environment/ copied into the workdir of
+    a prebuilt image without Dockerfile (not for a verifier image), /logs/verifier
+    world-writable."""
+    if view.upload_environment_dir:
+        container.put_files(workdir, directory_files(view.dir / "environment"))
+    run_checked(
+        container, f"mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}", "creating /logs"
+    )
+
+
+def _outcome(status: VerifierStatus, code: str, message: str, started: float) -> VerifierOutcome:
+    return VerifierOutcome(
+        status=status, code=code, message=message, duration_sec=time.monotonic() - started
+    )
+
+
+def verify_separately(
+    spec: HarborTaskSpec,
+    agent_image: str,
+    start: StartContainer,
+    *,
+    trial_root: Path | None = None,
+) -> VerifierOutcome:
+    """Verify the attempt saved as `agent_image` in a fresh verifier environment; never
+    raises for a sandbox failure (FATAL outcome). An image that fails to build raises
+    `harbor_image_build_failed`."""
+    started = time.monotonic()
+    if spec.failure is not None:
+        return _outcome(VerifierStatus.ERROR, spec.failure.code, spec.failure.message, started)
+    if spec.verifier.disabled:
+        message = "verification is disabled by the job config"
+        return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
+    view = verifier_task(spec)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ageval-artifacts-") as work:
+            collected = Path(work) / "collected"
+            source, _ = start(spec, agent_image)
+            try:
+                collect(source, spec, collected)
+            finally:
+                source.remove()
+            container, workdir = start(view, verifier_image(view))
+            try:
+                _prepare(container, view, workdir)
+                restore_artifacts(container, spec, collected, Path(work) / "staged")
+                return run_verifier(container, view, workdir=workdir, trial_root=trial_root)
+            finally:
+                container.remove()
+    except SANDBOX_ERRORS as exc:
+        message = f"the sandbox failed around the separate verifier: {exc}"
+        return _outcome(VerifierStatus.FATAL, VERIFIER_SANDBOX_FAILED, message, started)

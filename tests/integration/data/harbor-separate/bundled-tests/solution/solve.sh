@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 7 > /logs/artifacts/answer.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo done > /logs/artifacts/status.txt

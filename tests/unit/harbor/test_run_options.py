@@ -1,0 +1,179 @@
+"""A Harbor run's own settings: --job-config, --env-params, and what they do to keys and locks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agevalx.cache.store import CacheStore
+from agevalx.errors import AgevalError, UsageError
+from agevalx.graph import PlanRequest, plan
+from agevalx.harbor.options import HarborOptions, parse_env_params
+from agevalx.lockfile import BindingRequest
+from tests.unit.harbor.builders import BASE_TOML, TaskFactory
+
+pytestmark = pytest.mark.unit
+
+ORACLE = BindingRequest(agent="oracle")
+JUDGE_TOML = BASE_TOML + '\n[verifier.env]\nJUDGE = "task-judge"\n'
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> CacheStore:
+    return CacheStore(tmp_path / "cache")
+
+
+def keys(dataset: Path | None, store: CacheStore, options: HarborOptions | None) -> dict[str, str]:
+    planned = plan(PlanRequest(dataset=dataset, binding=ORACLE, harbor=options), store)
+    return {node.id: node.key for node in planned.nodes()}
+
+
+def test_env_params_map_to_the_run_overrides() -> None:
+    params = parse_env_params(
+        json.dumps(
+            {
+                "setup": {"image": "img:1", "workdir": "/app"},
+                "resources": {"cpus": 2, "memory_mb": 512},
+                "evaluation_env_variables": {"EVAL_API_KEY": "${JUDGE_API_KEY}"},
+            }
+        )
+    )
+    overrides = params.overrides()
+    assert (overrides.image, overrides.workdir, overrides.cpus, overrides.memory_mb) == (
+        "img:1",
+        "/app",
+        2,
+        512,
+    )
+    assert overrides.evaluation_env_variables == {"EVAL_API_KEY": "${JUDGE_API_KEY}"}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("{not json", "not JSON"),
+        ('{"setup": {"imgae": "x"}}', "setup.imgae"),
+        ('{"resources": {"cpus": -1}}', "resources.cpus"),
+        ('{"evaluation_env_variables": {"A": 1}}', "evaluation_env_variables.A"),
+    ],
+)
+def test_bad_env_params_are_a_coded_usage_error_naming_the_field(text: str, where: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_env_params(text)
+    assert raised.value.code == "env_params_invalid"
+    assert where in raised.value.message
+
+
+def test_the_passed_metric_implies_the_pass_strategy_unless_one_is_given() -> None:
+    assert HarborOptions().effective_strategy == "avg"
+    assert HarborOptions(primary_metric="passed").effective_strategy == "pass"
+    assert HarborOptions(primary_metric="passed", strategy="avg").effective_strategy == "avg"
+
+
+def test_a_refused_job_config_fails_when_the_options_are_built() -> None:
+    with pytest.raises(AgevalError) as raised:
+        HarborOptions.build(job_config='{"n_attempts": 3}')
+    assert raised.value.code == "harbor_n_attempts_unsupported"
+
+
+def test_verifier_settings_change_only_the_verifier_keys(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore
+) -> None:
+    make_task("demo", toml=JUDGE_TOML)
+    dataset = tmp_path / "dataset"
+    plain = keys(dataset, store, None)
+    judged = keys(
+        dataset, store, HarborOptions.build(job_config='{"verifier": {"env": {"JUDGE": "x"}}}')
+    )
+    assert judged["lock:demo"] != plain["lock:demo"]
+    assert judged["run:demo#0"] == plain["run:demo#0"]
+    assert judged["evaluate:demo#0"] != plain["evaluate:demo#0"]
+
+
+def test_environment_settings_change_the_run_keys(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore
+) -> None:
+    make_task("demo")
+    dataset = tmp_path / "dataset"
+    plain = keys(dataset, store, None)
+    moved = keys(
+        dataset, store, HarborOptions.build(env_params='{"setup": {"workdir": "/elsewhere"}}')
+    )
+    assert moved["run:demo#0"] != plain["run:demo#0"]
+
+
+def test_an_unapplied_job_field_is_reported_and_reruns_nothing_but_the_lock(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore
+) -> None:
+    make_task("demo")
+    dataset = tmp_path / "dataset"
+    options = HarborOptions.build(job_config='{"n_concurrent_trials": 4}')
+    assert [w.field for w in options.warnings] == ["n_concurrent_trials"]
+    plain, reported = keys(dataset, store, None), keys(dataset, store, options)
+    assert reported["run:demo#0"] == plain["run:demo#0"]
+    assert reported["evaluate:demo#0"] == plain["evaluate:demo#0"]
+
+
+def test_the_lock_holds_no_value_of_a_host_variable(
+    make_task: TaskFactory,
+    tmp_path: Path,
+    store: CacheStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUDGE_API_KEY", "sk-very-secret-value")
+    make_task("demo")
+    options = HarborOptions.build(
+        env_params='{"evaluation_env_variables": {"EVAL_API_KEY": "${JUDGE_API_KEY}"}}'
+    )
+    planned = plan(PlanRequest(dataset=tmp_path / "dataset", binding=ORACLE, harbor=options), store)
+    lock = planned.node("lock:demo").payload["lock"]
+    assert "sk-very-secret-value" not in json.dumps(lock)
+    assert "EVAL_API_KEY" in lock["harbor"]["verify"]["env"]
+    monkeypatch.setenv("JUDGE_API_KEY", "rotated")
+    again = plan(PlanRequest(dataset=tmp_path / "dataset", binding=ORACLE, harbor=options), store)
+    assert again.node("evaluate:demo#0").key == planned.node("evaluate:demo#0").key
+
+
+def test_a_job_config_alone_lists_tasks_from_several_directories(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_task("one")
+    make_task("two")
+    make_task("far", root=tmp_path / "elsewhere")
+    job = tmp_path / "my-job.yaml"
+    job.write_text(
+        f"datasets:\n  - path: {tmp_path / 'dataset'}\n    exclude_task_names: [two]\n"
+        f"tasks:\n  - path: {tmp_path / 'elsewhere' / 'far'}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    planned = plan(
+        PlanRequest(dataset=None, binding=ORACLE, harbor=HarborOptions.build(job_config=str(job))),
+        store,
+    )
+    assert planned.task_ids == ("one", "far")
+    assert planned.dataset.config.dataset_id == "harbor/my-job"
+    assert planned.dataset.task_dir("far") == (tmp_path / "elsewhere" / "far").resolve()
+    assert planned.dataset.root == tmp_path
+
+
+def test_harbor_options_on_an_ageval_dataset_are_refused(tmp_path: Path, store: CacheStore) -> None:
+    (tmp_path / "ageval.yaml").write_text("format: ageval.dataset/1\n")
+    with pytest.raises(UsageError) as raised:
+        plan(PlanRequest(dataset=tmp_path, harbor=HarborOptions(primary_metric="passed")), store)
+    assert raised.value.code == "harbor_options_on_ageval_dataset"
+
+
+def test_literal_env_values_enter_the_lock_only_as_digests(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore
+) -> None:
+    toml = BASE_TOML + '\n[verifier.environment]\nenv = { KEY = "literal-grader-key" }\n'
+    toml += '\n[verifier.env]\nJUDGE = "literal-judge-key"\n'
+    make_task("demo", toml=toml)
+    options = HarborOptions.build(env_params='{"env": {"TOKEN": "literal-run-token"}}')
+    planned = plan(PlanRequest(dataset=tmp_path / "dataset", binding=ORACLE, harbor=options), store)
+    lock = json.dumps(planned.node("lock:demo").payload["lock"])
+    for literal in ("literal-grader-key", "literal-judge-key", "literal-run-token"):
+        assert literal not in lock
+    assert '"KEY"' in lock and '"JUDGE"' in lock and '"TOKEN"' in lock

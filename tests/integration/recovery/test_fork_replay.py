@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agevalx.cli import main
+from tests.integration.recovery.helpers import RUNCASES, TASK, cli, fork, keep_an_attempt
 
 pytestmark = pytest.mark.integration
-
-RUNCASES = Path(__file__).resolve().parents[3] / "tests/integration/data/runcases"
-TASK = "three-steps"
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    code = main([*args, "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture
 def kept(copy_dataset, capsys) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
     dataset = copy_dataset(RUNCASES)
-    code, document = cli(capsys, "run", str(dataset), "--task", TASK, "--keep-recovery-state")
-    assert code == 0
-    return dataset, document["results"][0]["attempt_id"]
+    return dataset, keep_an_attempt(dataset, capsys)["attempt_id"]
 
 
 def test_checkpoints_lists_one_cut_point_per_invocation(kept, capsys) -> None:
@@ -50,19 +39,7 @@ def test_fork_continues_from_a_cut_point_with_another_model(kept, capsys) -> Non
     dataset, attempt = kept
     _, listing = cli(capsys, "checkpoints", str(dataset), "--run", attempt)
     second = listing["checkpoints"][1]
-    code, document = cli(
-        capsys,
-        "run",
-        str(dataset),
-        "--task",
-        TASK,
-        "--fork",
-        attempt,
-        "--checkpoint",
-        str(second["seq"]),
-        "--model",
-        "mock-model-2",
-    )
+    code, document = fork(capsys, dataset, attempt, second["seq"], "mock-model-2")
     assert code == 0, document
     child = document["results"][0]
     assert child["attempt_id"] != attempt

@@ -9,25 +9,16 @@ from typing import Any
 import pytest
 
 from agevalx.cli import main
+from tests.integration.recovery.helpers import RUNCASES, TASK, cli, fork, keep_an_attempt
 
 pytestmark = pytest.mark.integration
-
-RUNCASES = Path(__file__).resolve().parents[3] / "tests/integration/data/runcases"
-TASK = "three-steps"
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    code = main([*args, "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture
 def kept(copy_dataset, capsys) -> tuple[Path, str, str]:  # type: ignore[no-untyped-def]
     """A dataset with one sealed attempt that kept its cut points, and that attempt's run key."""
     dataset = copy_dataset(RUNCASES)
-    code, document = cli(capsys, "run", str(dataset), "--task", TASK, "--keep-recovery-state")
-    assert code == 0, document
-    result = document["results"][0]
+    result = keep_an_attempt(dataset, capsys)
     run_key = next(node["key"] for node in result["nodes"] if node["kind"] == "run")
     return dataset, result["attempt_id"], run_key
 
@@ -43,24 +34,12 @@ def test_graph_show_lists_a_fork_under_its_source_checkpoint(kept, capsys) -> No
     dataset, attempt, run_key = kept
     _, listing = cli(capsys, "checkpoints", str(dataset), "--run", attempt)
     second = listing["checkpoints"][1]
-    code, document = cli(
-        capsys,
-        "run",
-        str(dataset),
-        "--task",
-        TASK,
-        "--fork",
-        attempt,
-        "--checkpoint",
-        str(second["seq"]),
-        "--model",
-        "mock-model-2",
-    )
+    code, document = fork(capsys, dataset, attempt, second["seq"], "mock-model-2")
     assert code == 0, document
     child = document["results"][0]
     fork_key = next(node["key"] for node in child["nodes"] if node["kind"] == "run")
-    [fork] = branches(capsys, dataset)
-    assert fork == {
+    [branch] = branches(capsys, dataset)
+    assert branch == {
         "kind": "fork",
         "id": child["attempt_id"],
         "node": f"run:{TASK}#0",

@@ -11,17 +11,23 @@ from rich.tree import Tree
 
 from agevalx.cli.options import (
     AgentOption,
+    AttemptStrategyOption,
     CacheDirOption,
     DatasetArgument,
+    EnvParamsOption,
+    JobConfigOption,
     JsonOption,
     ModelOption,
+    PrimaryMetricOption,
     ProfilesOption,
     TaskOption,
+    harbor_options,
     open_store,
 )
 from agevalx.cli.render import print_json, stdout
 from agevalx.graph import PlanRequest, explain, plan
 from agevalx.graph.lineage import BranchView, Lineage, branches, lineage
+from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 
 app = typer.Typer(
@@ -31,13 +37,20 @@ AttemptsOption = Annotated[int, typer.Option("-k", min=1, help="Attempts per tas
 
 
 def _request(
-    dataset: Any, task: list[str] | None, k: int, agent: Any, model: Any, profiles: Any
+    dataset: Any,
+    task: list[str] | None,
+    k: int,
+    agent: Any,
+    model: Any,
+    profiles: Any,
+    harbor: HarborOptions | None = None,
 ) -> PlanRequest:
     return PlanRequest(
         dataset=dataset,
         tasks=tuple(task or ()),
         k=k,
         binding=BindingRequest(agent=agent, model=model, profiles=profiles),
+        harbor=harbor,
     )
 
 
@@ -91,13 +104,28 @@ def show(
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,
+    job_config: JobConfigOption = None,
+    env_params: EnvParamsOption = None,
+    primary_metric: PrimaryMetricOption = None,
+    attempt_strategy: AttemptStrategyOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List the nodes of a dataset's graph with their keys and cache status (hit/miss), then
     the fork and replay branches grown from the checkpoints of its tasks' attempts."""
     with open_store(cache_dir) as store:
-        planned = plan(_request(dataset, task, k, agent, model, profiles), store)
+        planned = plan(
+            _request(
+                dataset,
+                task,
+                k,
+                agent,
+                model,
+                profiles,
+                harbor_options(job_config, env_params, primary_metric, attempt_strategy),
+            ),
+            store,
+        )
         nodes = planned.nodes()
         views = branches(planned.dataset.root, planned.task_ids, nodes, store)
     if as_json:
@@ -146,12 +174,27 @@ def explain_command(
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,
+    job_config: JobConfigOption = None,
+    env_params: EnvParamsOption = None,
+    primary_metric: PrimaryMetricOption = None,
+    attempt_strategy: AttemptStrategyOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Say why a node is stale: which of its inputs changed since it was last computed."""
     with open_store(cache_dir) as store:
-        planned = plan(_request(dataset, task, k, agent, model, profiles), store)
+        planned = plan(
+            _request(
+                dataset,
+                task,
+                k,
+                agent,
+                model,
+                profiles,
+                harbor_options(job_config, env_params, primary_metric, attempt_strategy),
+            ),
+            store,
+        )
     report = explain(planned, node)
     if as_json:
         print_json({"ok": True, **report})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,6 +10,7 @@ import typer
 
 from agevalx.cache.location import resolve_cache_dir
 from agevalx.cache.store import CacheStore
+from agevalx.harbor.options import HarborOptions
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 CacheDirOption = Annotated[
@@ -42,3 +44,68 @@ DatasetArgument = Annotated[
 
 def open_store(cache_dir: Path | None) -> CacheStore:
     return CacheStore(resolve_cache_dir(str(cache_dir) if cache_dir else None))
+
+
+class PrimaryMetric(StrEnum):
+    score = "score"
+    passed = "passed"
+
+
+class AttemptStrategy(StrEnum):
+    avg = "avg"
+    pass_ = "pass"
+
+
+_HARBOR = "Harbor datasets"
+JobConfigOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--job-config",
+        help="Harbor: a job config (YAML/JSON file, or inline JSON), as `harbor run -c`.",
+        rich_help_panel=_HARBOR,
+    ),
+]
+EnvParamsOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--env-params",
+        help="Harbor: JSON over the job config and task.toml: setup.image, setup.workdir, "
+        "resources, env, agent_env, evaluation_env_variables, *_timeout_sec.",
+        rich_help_panel=_HARBOR,
+    ),
+]
+PrimaryMetricOption = Annotated[
+    Optional[PrimaryMetric],  # noqa: UP045
+    typer.Option(
+        "--primary-metric",
+        help="Harbor: `score` (primary reward, default) or `passed` (0/1 reward, "
+        "reported as `correct`; implies --attempt-strategy pass).",
+        rich_help_panel=_HARBOR,
+    ),
+]
+AttemptStrategyOption = Annotated[
+    Optional[AttemptStrategy],  # noqa: UP045
+    typer.Option(
+        "--attempt-strategy",
+        help="Harbor, with -k: `avg` runs every attempt; `pass` stops a task at its "
+        "first passed attempt.",
+        rich_help_panel=_HARBOR,
+    ),
+]
+
+
+def harbor_options(
+    job_config: str | None,
+    env_params: str | None,
+    primary_metric: PrimaryMetric | None,
+    strategy: AttemptStrategy | None,
+) -> HarborOptions | None:
+    """The Harbor run settings given on the command line; None when none was."""
+    if job_config is None and env_params is None and primary_metric is None and strategy is None:
+        return None
+    return HarborOptions.build(
+        job_config=job_config,
+        env_params=env_params,
+        primary_metric=primary_metric.value if primary_metric else "score",
+        strategy=strategy.value if strategy else None,
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,16 +10,20 @@ import typer
 
 from agevalx.cli.options import (
     AgentOption,
+    AttemptStrategyOption,
     CacheDirOption,
+    EnvParamsOption,
+    JobConfigOption,
     JsonOption,
     ModelOption,
+    PrimaryMetricOption,
     ProfilesOption,
     TaskOption,
+    harbor_options,
     open_store,
 )
 from agevalx.cli.progress import JobProgress
 from agevalx.cli.render import print_json, stdout
-from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.run import RunOutcome, RunRequest
 from agevalx.operations.run import run as run_attempts
@@ -93,32 +96,6 @@ def _recap(outcome: RunOutcome) -> None:
         stdout.print(f"[yellow]warning[/] [{warning.code}] {warning.message}", highlight=False)
 
 
-class _Metric(StrEnum):
-    score = "score"
-    passed = "passed"
-
-
-class _Strategy(StrEnum):
-    avg = "avg"
-    pass_ = "pass"
-
-
-def _harbor_options(
-    job_config: str | None,
-    env_params: str | None,
-    primary_metric: _Metric | None,
-    strategy: _Strategy | None,
-) -> HarborOptions | None:
-    if job_config is None and env_params is None and primary_metric is None and strategy is None:
-        return None
-    return HarborOptions.build(
-        job_config=job_config,
-        env_params=env_params,
-        primary_metric=primary_metric.value if primary_metric else "score",
-        strategy=strategy.value if strategy else None,
-    )
-
-
 def run(
     dataset: Annotated[
         Optional[Path],  # noqa: UP045
@@ -158,41 +135,10 @@ def run(
         Optional[int],  # noqa: UP045
         typer.Option(help="With --fork: the cut point's seq (see `ageval checkpoints`)."),
     ] = None,
-    job_config: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--job-config",
-            help="Harbor: a job config (YAML/JSON file, or inline JSON), as `harbor run -c`.",
-            rich_help_panel="Harbor datasets",
-        ),
-    ] = None,
-    env_params: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--env-params",
-            help="Harbor: JSON over the job config and task.toml: setup.image, setup.workdir, "
-            "resources, env, agent_env, evaluation_env_variables, *_timeout_sec.",
-            rich_help_panel="Harbor datasets",
-        ),
-    ] = None,
-    primary_metric: Annotated[
-        Optional[_Metric],  # noqa: UP045
-        typer.Option(
-            "--primary-metric",
-            help="Harbor: `score` (primary reward, default) or `passed` (0/1 reward, "
-            "reported as `correct`; implies --attempt-strategy pass).",
-            rich_help_panel="Harbor datasets",
-        ),
-    ] = None,
-    attempt_strategy: Annotated[
-        Optional[_Strategy],  # noqa: UP045
-        typer.Option(
-            "--attempt-strategy",
-            help="Harbor, with -k: `avg` runs every attempt; `pass` stops a task at its "
-            "first passed attempt.",
-            rich_help_panel="Harbor datasets",
-        ),
-    ] = None,
+    job_config: JobConfigOption = None,
+    env_params: EnvParamsOption = None,
+    primary_metric: PrimaryMetricOption = None,
+    attempt_strategy: AttemptStrategyOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -218,7 +164,7 @@ def run(
         keep_recovery_state=keep_recovery_state,
         fork=fork,
         checkpoint=checkpoint,
-        harbor=_harbor_options(job_config, env_params, primary_metric, attempt_strategy),
+        harbor=harbor_options(job_config, env_params, primary_metric, attempt_strategy),
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_store(cache_dir) as store:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agevalx.cache.store import CacheStore
+from agevalx.cli import main
 from agevalx.errors import AgevalError, UsageError
 from agevalx.graph import PlanRequest, plan
 from agevalx.harbor.options import HarborOptions, parse_env_params
@@ -177,3 +178,24 @@ def test_literal_env_values_enter_the_lock_only_as_digests(
     for literal in ("literal-grader-key", "literal-judge-key", "literal-run-token"):
         assert literal not in lock
     assert '"KEY"' in lock and '"JUDGE"' in lock and '"TOKEN"' in lock
+
+
+def test_graph_show_and_explain_take_the_run_settings(
+    make_task: TaskFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_task("demo", toml=JUDGE_TOML)
+    dataset = str(tmp_path / "dataset")
+    judge = '{"verifier": {"env": {"JUDGE": "x"}}}'
+
+    def show(*extra: str) -> dict[str, str]:
+        assert main(["graph", "show", dataset, "--agent", "oracle", *extra, "--json"]) == 0
+        return {n["id"]: n["key"] for n in json.loads(capsys.readouterr().out)["nodes"]}
+
+    plain, judged = show(), show("--job-config", judge)
+    assert judged["evaluate:demo#0"] != plain["evaluate:demo#0"]
+    assert judged["run:demo#0"] == plain["run:demo#0"]
+    args = ["graph", "explain", dataset, "--agent", "oracle", "--node", "evaluate:demo#0"]
+    assert main([*args, "--job-config", judge, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == "evaluate:demo#0"
+    assert main([*args, "--env-params", '{"nope": 1}', "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "env_params_invalid"

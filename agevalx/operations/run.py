@@ -200,7 +200,7 @@ def _run_until_passed(
     cache); the summary covers the attempts that ran, so it is written, not cached.
     """
     first: Plan | None = None
-    nodes: list[NodeReport] = []
+    nodes: dict[str, NodeReport] = {}
     actions: dict[str, ActionManifest] = {}
     results: list[AttemptResult] = []
     pending = plan_request.tasks
@@ -208,7 +208,9 @@ def _run_until_passed(
         planned = plan(replace(plan_request, tasks=pending, attempts=(attempt,)), store)
         first = first or planned
         report = _execute(planned, request, store, callbacks)
-        nodes += report.nodes
+        for item in report.nodes:  # lock and image are planned in every round: count once
+            if item.node.id not in nodes or item.outcome != "reused":
+                nodes[item.node.id] = item
         actions.update(report.actions)
         round_results = _write_views(planned, store, report, request.keep_recovery_state).results
         results += round_results
@@ -216,7 +218,7 @@ def _run_until_passed(
         if not pending:
             break
     assert first is not None
-    report = ExecutionReport(nodes=nodes, actions=actions)
+    report = ExecutionReport(nodes=list(nodes.values()), actions=actions)
     key = digest_json(sorted(ref.key for r in results for ref in r.nodes if ref.kind == "run"))
     summary = job_summary(first, results, request.k, key)
     path = suite_dir(first.dataset.root, summary.job_id) / "summary.json"

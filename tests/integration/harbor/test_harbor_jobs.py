@@ -93,8 +93,10 @@ def test_the_pass_strategy_stops_a_task_at_its_first_passed_attempt(
     assert (harbor["metric_name"], harbor["strategy"]) == ("correct", "pass")
     assert harbor["primary"] == 0.5
     assert document["summary"]["overall"]["pass_at_k"] == 0.5
+    runs = [n["id"] for n in document["nodes"] if n["kind"] == "run"]
+    assert len(runs) == 4 and len([n for n in document["nodes"] if n["kind"] == "lock"]) == 2
     code, again = run(capsys, *args)
-    assert again["counts"]["computed"] == 0
+    assert again["counts"] == {"reused": 2 + 2 + 4 + 4, "computed": 0, "failed": 0, "blocked": 0}
     assert again["summary"]["harbor"] == harbor
 
 

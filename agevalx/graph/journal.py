@@ -24,12 +24,15 @@ def _path(dataset_root: Path, identity: str) -> Path:
     return dataset_root / JOURNAL_DIR / kind / f"{digest_bytes(identity.encode())}.json"
 
 
-def record(dataset_root: Path, node: Node) -> None:
-    entry = {"id": node.id, "key": node.key, "inputs": node.inputs, "parents": node.parents}
-    data = canonical_json(entry)
-    path = _path(dataset_root, node.id)
-    if not path.is_file() or path.read_bytes() != data:
-        atomic_write(path, data)
+def record(dataset_root: Path, node: Node, *, journal: bool = True) -> None:
+    """Record a finished node's inputs under its identity (unless `journal` is False) and,
+    for a fork's run node, its branch."""
+    if journal:
+        entry = {"id": node.id, "key": node.key, "inputs": node.inputs, "parents": node.parents}
+        data = canonical_json(entry)
+        path = _path(dataset_root, node.id)
+        if not path.is_file() or path.read_bytes() != data:
+            atomic_write(path, data)
     branch = fork_branch(dataset_root, node)
     if branch is not None:
         record_branch(dataset_root, branch)

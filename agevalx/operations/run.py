@@ -236,10 +236,13 @@ def _write_views(
         item.node.id: item.error for item in report.nodes if item.error is not None
     }
     root = planned.dataset.root
+    forked = any("fork" in node.payload for node in planned.nodes() if node.kind == "run")
     for item in report.nodes:
         if item.outcome in ("reused", "computed"):
-            record(root, item.node)
-            if item.node.kind == "lock":
+            # A fork's nodes share their source's identities: they are recorded as a branch,
+            # and the journal and lock views keep the source's, for `graph explain`.
+            record(root, item.node, journal=not forked)
+            if item.node.kind == "lock" and not forked:
                 write_lock_view(root, item.node)
     results = []
     for task_id, attempt in attempts_of(planned):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agevalx.cli import main
+from agevalx.graph.journal import last_recorded
 from tests.integration.recovery.helpers import RUNCASES, TASK, cli, fork, keep_an_attempt
 
 pytestmark = pytest.mark.integration
@@ -39,6 +40,10 @@ def test_graph_show_lists_a_fork_under_its_source_checkpoint(kept, capsys) -> No
     child = document["results"][0]
     fork_key = next(node["key"] for node in child["nodes"] if node["kind"] == "run")
     [branch] = branches(capsys, dataset)
+    # The source keeps its identity's journal entry and lock view: explain compares with it.
+    assert last_recorded(dataset, f"run:{TASK}#0")["key"] == run_key  # type: ignore[index]
+    lock_view = json.loads((dataset / f".ageval/locks/{TASK}.lock.json").read_text())
+    assert "mock-model-2" not in json.dumps(lock_view)
     assert branch == {
         "kind": "fork",
         "id": child["attempt_id"],

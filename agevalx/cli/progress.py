@@ -24,6 +24,8 @@ class JobProgress:
         self.running: set[str] = set()
         self.done = 0
         self.passed = 0
+        self.unjudged = 0
+        """Attempts scored without a pass/fail result (DONE): not in the pass rate."""
         self.errors = 0
         self.failed_nodes: list[str] = []
         self._lock = threading.Lock()
@@ -32,7 +34,8 @@ class JobProgress:
     def _render(self) -> Text:
         elapsed = time.monotonic() - self.started
         queued = max(0, self.total - self.done - len(self.running))
-        rate = f"{self.passed / self.done:.0%}" if self.done else "-"
+        judged = self.done - self.unjudged
+        rate = f"{self.passed / judged:.0%}" if judged else "-"
         return Text(
             f"attempts: {self.done}/{self.total} done, {len(self.running)} running, "
             f"{queued} queued | pass rate {rate} | errors {self.errors} | {elapsed:5.0f}s"
@@ -61,6 +64,7 @@ class JobProgress:
                 self.done += 1
                 status = report.action.meta.get("status") if report.action else None
                 self.passed += status == "PASS"
+                self.unjudged += status == "DONE"
             elif node.kind == "evaluate" and report.outcome == "failed":
                 self.done += 1
                 self.errors += 1

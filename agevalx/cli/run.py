@@ -70,7 +70,9 @@ def _recap(outcome: RunOutcome) -> None:
         at_k = "-" if overall.pass_at_k is None else f"{overall.pass_at_k:.3f}"
         stdout.print(
             f"pass rate {rate}, pass@{outcome.summary.k} {at_k} "
-            f"({overall.passed} PASS, {overall.failed} FAIL, {overall.errors} ERROR) "
+            f"({overall.passed} PASS, {overall.failed} FAIL, {overall.errors} ERROR"
+            + (f", {overall.done} DONE" if overall.done else "")
+            + ") "
             f"-> {outcome.summary_path.as_posix()}",
             markup=False,
         )

@@ -91,8 +91,14 @@ def _python312() -> str | None:
     return next((path for path in candidates if path and _works(path)), None)
 
 
+OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+"""Harbor sends telemetry and LiteLLM fetches a price list from GitHub unless told not to:
+tests reach no address but loopback, the project's containers and the package index."""
+
+
 def _run(argv: list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+    env = {**(kwargs.pop("env", None) or os.environ), **OFFLINE}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
 
 
 def _install_harbor() -> Path:

@@ -43,7 +43,8 @@ class JobProgress:
 
     def planned(self, plan: Plan) -> None:
         with self._lock:
-            self.total = sum(1 for node in plan.nodes() if node.kind == "run")
+            # The `pass` strategy plans one round at a time: a round adds to what is done.
+            self.total = self.done + sum(1 for node in plan.nodes() if node.kind == "run")
             self._live.update(self._render())
 
     def start(self, node: Node) -> None:

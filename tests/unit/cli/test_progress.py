@@ -36,3 +36,23 @@ def test_done_attempts_count_as_done_but_not_in_the_pass_rate() -> None:
         line = progress._render().plain
     assert "attempts: 3/3 done" in line
     assert "pass rate 50%" in line
+
+
+def test_a_later_round_adds_its_attempts_to_the_total() -> None:
+    class Round:
+        def __init__(self, runs: int) -> None:
+            self.runs = runs
+
+        def nodes(self) -> list[Node]:
+            return [evaluated(i, "FAIL").node for i in range(self.runs)] + [
+                Node(id=f"run:t#{i}", kind="run", key="", inputs={}, parents={}, status="miss")
+                for i in range(self.runs)
+            ]
+
+    progress = JobProgress()
+    with progress:
+        progress.planned(Round(2))  # type: ignore[arg-type]
+        for attempt in range(2):
+            progress.finish(evaluated(attempt, "FAIL"))
+        progress.planned(Round(1))  # type: ignore[arg-type]
+        assert "attempts: 2/3 done" in progress._render().plain

@@ -6,10 +6,13 @@ from agevalx.cli.options import (
     AgentOption,
     CacheDirOption,
     DatasetArgument,
+    EnvParamsOption,
+    JobConfigOption,
     JsonOption,
     ModelOption,
     ProfilesOption,
     TaskOption,
+    harbor_options,
     open_store,
 )
 from agevalx.cli.render import print_json, stdout
@@ -23,6 +26,8 @@ def lock(
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,
+    job_config: JobConfigOption = None,
+    env_params: EnvParamsOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -36,7 +41,13 @@ def lock(
     """
     request = BindingRequest(agent=agent, model=model, profiles=profiles)
     with open_store(cache_dir) as store:
-        outcomes = lock_dataset(dataset, store=store, tasks=task, request=request)
+        outcomes = lock_dataset(
+            dataset,
+            store=store,
+            tasks=task,
+            request=request,
+            harbor=harbor_options(job_config, env_params, None, None),
+        )
     if as_json:
         print_json(
             {

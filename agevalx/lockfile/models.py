@@ -132,3 +132,36 @@ class TaskLock(LockModel):
 
     def document(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+class HarborTaskLock(LockModel):
+    """A Harbor task's lock: what the run, evaluate and summary keys read, and no secret."""
+
+    lock_schema: Literal["ageval.lock/1"] = "ageval.lock/1"
+    """Lock format version."""
+    dataset: dict[str, Any]
+    """The Harbor dataset's id (`harbor/<directory>`)."""
+    task_id: str
+    """The task directory's name."""
+    task: dict[str, Any]
+    """The task seen as an ageval task: its role and limits (Harbor's timeouts)."""
+    features: dict[str, bool]
+    """Which task files exist; `harbor` is true."""
+    files: dict[str, str]
+    """Path -> content digest of every task file (`+x` for executables)."""
+    binding: dict[str, Any]
+    """The agent bound with `--agent`, and the task image."""
+    harbor: dict[str, Any]
+    """Workdir, verifier mode, and the `run` and `verify` settings that enter the run and
+    evaluate keys (env values as digests, `${NAME}` templates unresolved)."""
+    overrides: dict[str, str]
+    """Command-line overrides that shaped this lock (`agent`, `model`)."""
+    config_digest: str
+    """Digest of everything above."""
+
+
+def parse_lock(document: dict[str, Any]) -> TaskLock | HarborTaskLock:
+    """A lock document as its model: a Harbor task's, or an ageval task's."""
+    if (document.get("features") or {}).get("harbor"):
+        return HarborTaskLock.model_validate(document)
+    return TaskLock.model_validate(document)

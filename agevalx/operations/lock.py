@@ -10,8 +10,9 @@ from agevalx.cache.store import CacheStore
 from agevalx.graph.execute import execute
 from agevalx.graph.journal import record
 from agevalx.graph.plan import LOCK_KIND, PlanRequest, plan
+from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile.binding import BindingRequest
-from agevalx.lockfile.models import TaskLock
+from agevalx.lockfile.models import HarborTaskLock, TaskLock, parse_lock
 from agevalx.lockfile.node import execute_lock, write_lock_view
 
 
@@ -19,7 +20,7 @@ from agevalx.lockfile.node import execute_lock, write_lock_view
 class LockOutcome:
     """One task's lock: the document, where its view was written, and whether it was reused."""
 
-    lock: TaskLock
+    lock: TaskLock | HarborTaskLock
     path: Path
     reused: bool
 
@@ -30,6 +31,7 @@ def lock(
     store: CacheStore | None = None,
     tasks: list[str] | None = None,
     request: BindingRequest | None = None,
+    harbor: HarborOptions | None = None,
 ) -> list[LockOutcome]:
     """Validate the dataset and lock the named tasks (all when none is named).
 
@@ -44,6 +46,7 @@ def lock(
             tasks=tuple(tasks or ()),
             binding=request,
             kinds=frozenset({LOCK_KIND}),
+            harbor=harbor,
         ),
         store,
     )
@@ -56,7 +59,7 @@ def lock(
         record(planned.dataset.root, item.node)
         outcomes.append(
             LockOutcome(
-                lock=TaskLock.model_validate(item.node.payload["lock"]),
+                lock=parse_lock(item.node.payload["lock"]),
                 path=write_lock_view(planned.dataset.root, item.node),
                 reused=item.outcome == "reused",
             )

@@ -199,3 +199,18 @@ def test_graph_show_and_explain_take_the_run_settings(
     assert json.loads(capsys.readouterr().out)["id"] == "evaluate:demo#0"
     assert main([*args, "--env-params", '{"nope": 1}', "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "env_params_invalid"
+
+
+def test_ageval_lock_writes_a_harbor_lock_with_the_run_settings(
+    make_task: TaskFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_task("demo", toml=JUDGE_TOML)
+    dataset = tmp_path / "dataset"
+    judge = '{"verifier": {"env": {"JUDGE": "${MY_JUDGE}"}}}'
+    args = ["lock", str(dataset), "--agent", "oracle", "--job-config", judge, "--json"]
+    assert main(args) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [lock["task_id"] for lock in document["locks"]] == ["demo"]
+    written = json.loads((dataset / ".ageval/locks/demo.lock.json").read_text())
+    assert written["features"]["harbor"] is True
+    assert set(written["harbor"]["verify"]["env"]) == {"JUDGE"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from agevalx.config.dataset import DatasetConfig, Defaults, TasksSection
 from agevalx.dataset.loader import Dataset
 from agevalx.errors import ConfigError
+from agevalx.harbor.envvars import KeepTemplates
 from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
 from agevalx.harbor.options import HarborOptions
@@ -27,23 +28,6 @@ from agevalx.harbor.plugin import load_verifier_class
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, SeparateVerifierEnvironment
 from agevalx.hashing import digest_file, digest_json
 from agevalx.lockfile.binding import BindingRequest, bind_agent_only
-
-
-class _Templates(Mapping[str, str]):
-    """An environment in which every variable is set to its own `${NAME}` template: specs
-    resolved against it hold no host value, so they can enter keys and locks."""
-
-    def __getitem__(self, name: str) -> str:
-        return "${" + name + "}"
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
 
 
 class HarborSource:
@@ -64,7 +48,7 @@ class HarborSource:
             self.path,
             self.options.job_config,
             overrides=self.options.overrides(select),
-            environ=_Templates() if templates else None,
+            environ=KeepTemplates() if templates else None,
             base_dir=self.options.base_dir,
         )
 
@@ -82,7 +66,7 @@ class HarborSource:
                     directory,
                     self.options.job_config,
                     overrides=self.options.overrides(),
-                    environ=_Templates() if templates else None,
+                    environ=KeepTemplates() if templates else None,
                     base_dir=self.options.base_dir,
                 )
                 self._specs[(task_id, templates)] = job.tasks[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 _TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
 """Harbor's pattern (harbor.utils.env); only a whole value is a template."""
@@ -19,12 +19,29 @@ class UnresolvedVariable(Exception):
         self.variable = variable
 
 
+class KeepTemplates(Mapping[str, str]):
+    """An environment that resolves nothing: with it every `${NAME}` and `${NAME:-default}`
+    stays as written, so a spec holds no host value and can enter keys and locks."""
+
+    def __getitem__(self, name: str) -> str:
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def resolve_env(env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """Resolve whole-value templates from `environ`, as Harbor's `resolve_env_vars`.
 
     `${NAME}` takes the host value; `${NAME:-default}` falls back to `default` when NAME
-    is unset (an empty NAME is kept: set means set). Anything else is literal.
+    is unset (an empty NAME is kept: set means set). Anything else is literal. With
+    `KeepTemplates`, templates are kept as written.
     """
+    if isinstance(environ, KeepTemplates):
+        return dict(env)
     resolved: dict[str, str] = {}
     for key, value in env.items():
         match = _TEMPLATE.fullmatch(value)

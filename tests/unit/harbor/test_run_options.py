@@ -214,3 +214,17 @@ def test_ageval_lock_writes_a_harbor_lock_with_the_run_settings(
     written = json.loads((dataset / ".ageval/locks/demo.lock.json").read_text())
     assert written["features"]["harbor"] is True
     assert set(written["harbor"]["verify"]["env"]) == {"JUDGE"}
+
+
+def test_changing_the_default_of_a_job_env_template_reruns_the_verifier(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGEVAL_UNSET_JUDGE", raising=False)
+    make_task("demo")
+    dataset = tmp_path / "dataset"
+
+    def with_default(value: str) -> dict[str, str]:
+        job = {"verifier": {"env": {"JUDGE": "${AGEVAL_UNSET_JUDGE:-" + value + "}"}}}
+        return keys(dataset, store, HarborOptions.build(job_config=json.dumps(job)))
+
+    assert with_default("a")["evaluate:demo#0"] != with_default("b")["evaluate:demo#0"]

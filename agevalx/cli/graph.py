@@ -113,19 +113,9 @@ def show(
 ) -> None:
     """List the nodes of a dataset's graph with their keys and cache status (hit/miss), then
     the fork and replay branches grown from the checkpoints of its tasks' attempts."""
+    harbor = harbor_options(job_config, env_params, primary_metric, attempt_strategy)
     with open_store(cache_dir) as store:
-        planned = plan(
-            _request(
-                dataset,
-                task,
-                k,
-                agent,
-                model,
-                profiles,
-                harbor_options(job_config, env_params, primary_metric, attempt_strategy),
-            ),
-            store,
-        )
+        planned = plan(_request(dataset, task, k, agent, model, profiles, harbor), store)
         nodes = planned.nodes()
         views = branches(planned.dataset.root, planned.task_ids, nodes, store)
     if as_json:
@@ -182,19 +172,9 @@ def explain_command(
     as_json: JsonOption = False,
 ) -> None:
     """Say why a node is stale: which of its inputs changed since it was last computed."""
+    harbor = harbor_options(job_config, env_params, primary_metric, attempt_strategy)
     with open_store(cache_dir) as store:
-        planned = plan(
-            _request(
-                dataset,
-                task,
-                k,
-                agent,
-                model,
-                profiles,
-                harbor_options(job_config, env_params, primary_metric, attempt_strategy),
-            ),
-            store,
-        )
+        planned = plan(_request(dataset, task, k, agent, model, profiles, harbor), store)
     report = explain(planned, node)
     if as_json:
         print_json({"ok": True, **report})

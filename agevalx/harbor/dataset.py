@@ -22,6 +22,7 @@ from agevalx.dataset.loader import Dataset
 from agevalx.errors import ConfigError
 from agevalx.harbor.envvars import KeepTemplates
 from agevalx.harbor.errors import HarborWarning
+from agevalx.harbor.jobconfig import read_job_config
 from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.plugin import load_verifier_class
@@ -40,14 +41,17 @@ class HarborSource:
     def __init__(self, path: Path | None, options: HarborOptions) -> None:
         self.path = path
         self.options = options
+        self.job_config = read_job_config(options.job_config) if options.job_config else None
+        """Read once for the dataset, not once for each task resolved alone."""
         self._specs: dict[tuple[str, bool], HarborTaskSpec] = {}
         self._lock = threading.Lock()
 
-    def load(self, select: list[str] | None, templates: bool) -> HarborJob:
+    def load(self, path: Path | None, templates: bool) -> HarborJob:
+        """Resolve the tasks of `path` (and of the job config's `datasets`/`tasks`)."""
         return load_harbor_tasks(
-            self.path,
-            self.options.job_config,
-            overrides=self.options.overrides(select),
+            path,
+            self.job_config,
+            overrides=self.options.overrides(),
             environ=KeepTemplates() if templates else None,
             base_dir=self.options.base_dir,
         )
@@ -59,17 +63,10 @@ class HarborSource:
             if cached is not None:
                 return cached
             if self.options.has_job_sources:
-                for spec in self.load(None, templates).tasks:
+                for spec in self.load(self.path, templates).tasks:
                     self._specs[(spec.name, templates)] = spec
             else:
-                job = load_harbor_tasks(
-                    directory,
-                    self.options.job_config,
-                    overrides=self.options.overrides(),
-                    environ=KeepTemplates() if templates else None,
-                    base_dir=self.options.base_dir,
-                )
-                self._specs[(task_id, templates)] = job.tasks[0]
+                self._specs[(task_id, templates)] = self.load(directory, templates).tasks[0]
             return self._specs[(task_id, templates)]
 
 
@@ -96,7 +93,7 @@ def harbor_dataset(path: Path | None, options: HarborOptions | None = None) -> D
     source = HarborSource(path, options)
     task_dirs: dict[str, Path] = {}
     if options.has_job_sources or listed is None:
-        job = source.load(None, templates=True)
+        job = source.load(path, templates=True)
         task_ids = tuple(spec.name for spec in job.tasks)
         task_dirs = {spec.name: spec.dir for spec in job.tasks}
         root = listed[0] if listed else (path if path is not None else options.base_dir)

@@ -164,7 +164,7 @@ def _extra_instructions(job: JobConfig, base: Path, file: str | None) -> list[st
 
 def load_harbor_tasks(
     dataset_path: Path | None,
-    job_config: Path | str | dict[str, Any] | None = None,
+    job_config: Path | str | dict[str, Any] | LoadedJobConfig | None = None,
     *,
     overrides: RunOverrides | None = None,
     environ: Mapping[str, str] | None = None,
@@ -179,7 +179,10 @@ def load_harbor_tasks(
     resolved is returned with `failure` set instead.
     """
     run = overrides or RunOverrides()
-    loaded = read_job_config(job_config) if job_config is not None else None
+    if isinstance(job_config, LoadedJobConfig) or job_config is None:
+        loaded = job_config
+    else:
+        loaded = read_job_config(job_config)
     job = loaded.config if loaded else JobConfig()
     warnings: list[HarborWarning] = []
     if loaded is not None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agevalx.agents.base import Container, Invocation, RecordedAction, WallTimeExceeded
+from agevalx.agents.base import Container, Invocation, WallTimeExceeded
 from agevalx.cache.manifest import OutputRef
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
@@ -91,26 +91,13 @@ def _run_agent(
     assert executor is not None
     deadline = time.monotonic() + (spec.agent_timeout_sec or 86400)
 
-    def record(action: RecordedAction) -> None:
-        journal.append(
-            action.type,
-            role="solver",
-            invocation=0,
-            command=action.command,
-            cwd=action.cwd,
-            path=action.path,
-            exit_code=action.exit_code,
-            output=action.output,
-            detail=action.detail,
-        )
-
     invocation = Invocation(
         role="solver",
         prompt=spec.instruction,
         profile=role,
         container=Container(id=container.id, workdir=workdir),
         deadline=deadline,
-        record=record,
+        record=journal.recorder("solver", 0),
         transcript=lambda entry: None,
         environ=dict(spec.agent_env),
         task_dir=str(spec.dir),

@@ -156,8 +156,8 @@ class HarborOptions(BaseModel):
         document = self.job_document or {}
         return bool(document.get("datasets") or document.get("tasks"))
 
-    def overrides(self, select: list[str] | None = None) -> RunOverrides:
-        return self.env_params.overrides().model_copy(update={"select": select})
+    def overrides(self) -> RunOverrides:
+        return self.env_params.overrides()
 
     def digest(self) -> str | None:
         """Names the run-wide settings in keys (`None` when there are none); holds no value."""

@@ -170,6 +170,12 @@ def _locked_role(
 def _roles_for_agent(
     task: TaskSource, request: BindingRequest, loaded: LoadedProfiles | None
 ) -> dict[str, LockedRole]:
+    role_ids = [role.id for role in task.config.agent_profiles] or [DEFAULT_ROLE]
+    return dict.fromkeys(role_ids, _agent_role(request, loaded))
+
+
+def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> LockedRole:
+    """`--agent`: a built-in agent or a profile of the loaded file, bound to every role."""
     assert request.agent is not None
     known = dict(BUILTIN_AGENTS)
     if loaded is not None:
@@ -182,9 +188,7 @@ def _roles_for_agent(
             field="--agent",
             hint=f"use one of: {', '.join(sorted(known))}",
         )
-    role_ids = [role.id for role in task.config.agent_profiles] or [DEFAULT_ROLE]
-    locked = _locked_role(request.agent, profile, request, loaded)
-    return dict.fromkeys(role_ids, locked)
+    return _locked_role(request.agent, profile, request, loaded)
 
 
 def _roles_from_profiles(
@@ -237,16 +241,7 @@ def bind_agent_only(dataset: Dataset, request: BindingRequest) -> dict[str, Any]
             hint="pass --agent oracle, or --agent NAME with --profiles FILE defining NAME",
         )
     loaded = load_profiles(dataset, request) if request.profiles else None
-    known = dict(BUILTIN_AGENTS) | (dict(loaded.config.agent_profiles) if loaded else {})
-    profile = known.get(request.agent)
-    if profile is None:
-        raise UsageError(
-            "unknown_agent",
-            f"no agent named {request.agent!r}",
-            field="--agent",
-            hint=f"use one of: {', '.join(sorted(known))}",
-        )
-    role = _locked_role(request.agent, profile, request, loaded)
+    role = _agent_role(request, loaded)
     options = loaded.config.environment_options if loaded else EnvironmentOptions()
     return {
         "source": "agent",

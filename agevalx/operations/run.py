@@ -221,9 +221,7 @@ def _run_until_passed(
     report = ExecutionReport(nodes=list(nodes.values()), actions=actions)
     key = digest_json(sorted(ref.key for r in results for ref in r.nodes if ref.kind == "run"))
     summary = job_summary(first, results, request.k, key)
-    path = suite_dir(first.dataset.root, summary.job_id) / "summary.json"
-    atomic_write(path, summary.model_dump_json(indent=2).encode() + b"\n")
-    return RunOutcome(first, report, results, summary, path)
+    return RunOutcome(first, report, results, summary, _write_summary(first, summary))
 
 
 def _write_views(
@@ -263,6 +261,12 @@ def _write_views(
         else:
             k = max(result.attempt for result in results) + 1
             summary = job_summary(planned, results, k, node.key)
-        path = suite_dir(root, summary.job_id) / "summary.json"
-        atomic_write(path, summary.model_dump_json(indent=2).encode() + b"\n")
+        path = _write_summary(planned, summary)
     return RunOutcome(planned, report, results, summary, path)
+
+
+def _write_summary(planned: Plan, summary: JobSummary) -> Path:
+    """Write summary.json under .ageval/suite-runs/<job_id>/; its path."""
+    path = suite_dir(planned.dataset.root, summary.job_id) / "summary.json"
+    atomic_write(path, summary.model_dump_json(indent=2).encode() + b"\n")
+    return path

@@ -133,6 +133,18 @@ def attempt_result(
     return AttemptResult(**fields)
 
 
+def attempt_index(result: AttemptResult) -> dict[str, Any]:
+    """An attempt's entry in summary.json's `attempts` (the result path is relative)."""
+    return {
+        "task_id": result.task_id,
+        "attempt": result.attempt,
+        "status": result.status,
+        "score": result.score,
+        "attempt_id": result.attempt_id,
+        "result": f"../../runs/{result.attempt_id}/result.json",
+    }
+
+
 def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: str) -> JobSummary:
     harbor = _harbor(plan, results)
     tasks = {}
@@ -151,17 +163,7 @@ def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: s
         k=k,
         tasks=tasks,
         overall=overall_metrics(list(tasks.values())),
-        attempts=[
-            {
-                "task_id": r.task_id,
-                "attempt": r.attempt,
-                "status": r.status,
-                "score": r.score,
-                "attempt_id": r.attempt_id,
-                "result": f"../../runs/{r.attempt_id}/result.json",
-            }
-            for r in results
-        ],
+        attempts=[attempt_index(result) for result in results],
         summary_key=summary_key,
         harbor=harbor,
     )

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from agevalx.agents.base import RecordedAction
 
 RecordType = Literal[
     "invocation",
@@ -95,4 +99,22 @@ class ActivityJournal:
                 handle.flush()
                 os.fsync(handle.fileno())
             self._seq += 1
+        return record
+
+    def recorder(self, role: str, invocation: int) -> Callable[[RecordedAction], None]:
+        """What an executor calls with each action it takes: one record per action."""
+
+        def record(action: RecordedAction) -> None:
+            self.append(
+                action.type,
+                role=role,
+                invocation=invocation,
+                command=action.command,
+                cwd=action.cwd,
+                path=action.path,
+                exit_code=action.exit_code,
+                output=action.output,
+                detail=action.detail,
+            )
+
         return record

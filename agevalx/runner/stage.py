@@ -20,7 +20,6 @@ from agevalx.agents.base import (
     Executor,
     Invocation,
     InvocationResult,
-    RecordedAction,
     WallTimeExceeded,
 )
 from agevalx.agents.bundles import container_mounts
@@ -158,26 +157,13 @@ class _Invoker:
         if executor is None:
             raise AgevalError("executor_unavailable", f"no {profile['executor']} executor")
 
-        def record(action: RecordedAction) -> None:
-            run.journal.append(
-                action.type,
-                role=role,
-                invocation=index,
-                command=action.command,
-                cwd=action.cwd,
-                path=action.path,
-                exit_code=action.exit_code,
-                output=action.output,
-                detail=action.detail,
-            )
-
         invocation = Invocation(
             role=role,
             prompt=prompt,
             profile=profile,
             container=Container(id=run.container.id),
             deadline=run.quotas.deadline,
-            record=record,
+            record=run.journal.recorder(role, index),
             transcript=run.transcript,
             environ=_agent_environment(profile),
             task_dir=str(run.task_dir),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
+from agevalx.results.build import attempt_index
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import AttemptResult, ErrorInfo, JobSummary, NodeRef
 
@@ -79,24 +79,13 @@ def write_job(dataset: Path, results: list[AttemptResult], k: int, job_id: str =
         tasks[task_id] = task_metrics(
             [r.status for r in mine], [r.score for r in mine], [r.limit for r in mine], k
         )
-    attempts: list[dict[str, Any]] = [
-        {
-            "task_id": r.task_id,
-            "attempt": r.attempt,
-            "status": r.status,
-            "score": r.score,
-            "attempt_id": r.attempt_id,
-            "result": f"../../runs/{r.attempt_id}/result.json",
-        }
-        for r in results
-    ]
     summary = JobSummary(
         job_id=job_id,
         dataset_id=results[0].dataset_id,
         k=k,
         tasks=tasks,
         overall=overall_metrics(list(tasks.values())),
-        attempts=attempts,
+        attempts=[attempt_index(result) for result in results],
         summary_key=key_of("summary", job_id),
     )
     directory = dataset / ".ageval/suite-runs" / job_id

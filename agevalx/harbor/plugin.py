@@ -19,7 +19,6 @@ import functools
 import importlib
 import inspect
 import logging
-import math
 import platform
 import posixpath
 import shlex
@@ -42,7 +41,7 @@ from agevalx.harbor.outcomes import (
     VerifierOutcome,
     VerifierStatus,
 )
-from agevalx.harbor.rewards import InvalidReward, Rewards
+from agevalx.harbor.rewards import InvalidReward, Rewards, finite_rewards
 from agevalx.harbor.sandbox import (
     ROOT,
     SANDBOX_ERRORS,
@@ -388,13 +387,7 @@ def checked_rewards(result: Any) -> Rewards:
     rewards = getattr(result, "rewards", None)
     if not isinstance(rewards, dict):
         raise InvalidReward(f"the verifier returned no rewards ({result!r:.200})")
-    checked: Rewards = {}
-    for key, value in rewards.items():
-        number = float(value) if isinstance(value, bool) else value
-        if not isinstance(number, int | float) or not math.isfinite(number):
-            raise InvalidReward(f"reward {key!r} is not a finite number ({value!r})")
-        checked[str(key)] = number
-    return checked
+    return finite_rewards(rewards, "the verifier's rewards")
 
 
 def _stdout_tail(trial_dir: Path) -> str:

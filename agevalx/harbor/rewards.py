@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
 Rewards = dict[str, float | int]
 
@@ -33,7 +35,7 @@ def parse_reward_text(data: bytes) -> Rewards:
     return {"reward": value}
 
 
-def _number(key: str, value: object) -> float | int:
+def _number(source: str, key: str, value: object) -> float | int:
     # bool is an int to Harbor's check, and its result model turns it into a float.
     if isinstance(value, bool):
         return float(value)
@@ -41,9 +43,15 @@ def _number(key: str, value: object) -> float | int:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidReward(f"reward.json: {key} is non-finite ({value!r})")
+            raise InvalidReward(f"{source}: {key} is non-finite ({value!r})")
         return value
-    raise InvalidReward(f"reward.json: {key} is not a number ({value!r})")
+    raise InvalidReward(f"{source}: {key} is not a number ({value!r})")
+
+
+def finite_rewards(rewards: Mapping[Any, object], source: str) -> Rewards:
+    """Every value a finite number (a bool counts as 0.0/1.0), keys as text; `source` names
+    where the rewards came from in the error."""
+    return {str(key): _number(source, str(key), value) for key, value in rewards.items()}
 
 
 def parse_reward_json(data: bytes) -> Rewards:
@@ -58,4 +66,4 @@ def parse_reward_json(data: bytes) -> Rewards:
         raise InvalidReward("reward.json is not valid JSON") from None
     if not isinstance(document, dict):
         raise InvalidReward(f"reward.json is not an object: {text[:80]!r}")
-    return {str(key): _number(str(key), value) for key, value in document.items()}
+    return finite_rewards(document, "reward.json")

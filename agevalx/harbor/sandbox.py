@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 import tarfile
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import docker
 
@@ -134,29 +134,42 @@ def _is_directory(container: AttemptContainer, path: str) -> bool:
     return probe.exit_code == 0
 
 
-def _artifact_target(destination: Path, source: str, chosen: str | None) -> Path:
-    relative = chosen or source.lstrip("/")
-    return destination / relative if relative else destination
+MAIN_SERVICES = (None, "main")
+"""Compose services whose artifacts are collected (the main container's)."""
+
+
+def artifact_entries(spec: HarborTaskSpec) -> list[ArtifactConfig]:
+    """Harbor's collection set: /logs/artifacts first unless an entry declares it, then the
+    declared entries (those of other compose services are not collected)."""
+    declared = [a for a in spec.artifacts if a.service in MAIN_SERVICES]
+    if any(a.source.rstrip("/") == ARTIFACT_LOGS for a in declared):
+        return declared
+    return [ArtifactConfig(source=ARTIFACT_LOGS), *declared]
+
+
+def host_path(collected: Path, artifact: ArtifactConfig) -> Path:
+    """Where an entry is collected: its `destination`, else its source mirrored."""
+    relative = PurePosixPath(artifact.destination or artifact.source)
+    parts = [part for part in relative.parts if part not in ("", "/", "..")]
+    return collected.joinpath(*parts)
 
 
 def collect_artifacts(
     container: AttemptContainer, spec: HarborTaskSpec, destination: Path
 ) -> list[str]:
-    """Copy /logs/artifacts and every `[[artifacts]]` entry out of the container, each
-    absolute source path mirrored under `destination` (or at its `destination`), as
-    Harbor's artifact handler places them; returns the sources found. `exclude` patterns
-    are not applied; missing sources are skipped."""
+    """Copy the collection set out of the container, each entry to its host path under
+    `destination`, files whole, as Harbor's artifact handler places them; returns the
+    sources found. `exclude` patterns are not applied; missing sources are skipped."""
     collected: list[str] = []
-    sources = [ArtifactConfig(source=ARTIFACT_LOGS), *spec.artifacts]
-    entries = [(a.source, _artifact_target(destination, a.source, a.destination)) for a in sources]
-    for source, target in entries:
-        if _is_directory(container, source):
-            container.get_directory(source, target)
-            collected.append(source)
+    for artifact in artifact_entries(spec):
+        target = host_path(destination, artifact)
+        if _is_directory(container, artifact.source):
+            container.get_directory(artifact.source, target)
+            collected.append(artifact.source)
             continue
-        data = container.read_file(source, limit=READ_LIMIT)
+        data = container.read_file(artifact.source, limit=-1)  # -1: the whole file
         if data is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            collected.append(source)
+            collected.append(artifact.source)
     return collected

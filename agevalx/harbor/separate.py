@@ -31,7 +31,6 @@ import docker
 from agevalx.environments.container import AttemptContainer
 from agevalx.environments.engine import EnvironmentFailure, client, image_exists
 from agevalx.harbor.images import build_task_image
-from agevalx.harbor.models import ArtifactConfig
 from agevalx.harbor.outcomes import (
     VERIFIER_DISABLED,
     VERIFIER_SANDBOX_FAILED,
@@ -39,11 +38,12 @@ from agevalx.harbor.outcomes import (
     VerifierStatus,
 )
 from agevalx.harbor.sandbox import (
-    ARTIFACT_LOGS,
-    ROOT,
     SANDBOX_ERRORS,
     VERIFIER_LOGS,
+    artifact_entries,
+    collect_artifacts,
     directory_files,
+    host_path,
     run_checked,
 )
 from agevalx.harbor.spec import HarborTaskSpec
@@ -52,8 +52,6 @@ from agevalx.harbor.verifier import run_verifier
 
 StartContainer = Callable[[HarborTaskSpec, str], tuple[AttemptContainer, str]]
 """Starts a container of an image for a task (view); returns it and its working directory."""
-
-MAIN_SERVICES = (None, "main")
 
 
 def verifier_task(spec: HarborTaskSpec) -> HarborTaskSpec:
@@ -105,41 +103,6 @@ def verifier_image(view: HarborTaskSpec) -> str:
                 hint="load it with `docker load`, or make a registry reachable",
             ) from None
     return view.image
-
-
-def artifact_entries(spec: HarborTaskSpec) -> list[ArtifactConfig]:
-    """Harbor's collection set: /logs/artifacts first unless an entry declares it, then the
-    declared entries (those of other compose services are not collected)."""
-    declared = [a for a in spec.artifacts if a.service in MAIN_SERVICES]
-    if any(a.source.rstrip("/") == ARTIFACT_LOGS for a in declared):
-        return declared
-    return [ArtifactConfig(source=ARTIFACT_LOGS), *declared]
-
-
-def host_path(collected: Path, artifact: ArtifactConfig) -> Path:
-    """Where an entry was collected: its `destination`, else its source mirrored."""
-    relative = PurePosixPath(artifact.destination or artifact.source)
-    parts = [part for part in relative.parts if part not in ("", "/", "..")]
-    return collected.joinpath(*parts)
-
-
-def collect(container: AttemptContainer, spec: HarborTaskSpec, collected: Path) -> list[str]:
-    """Copy the collection set out of the agent's container to its host paths under
-    `collected`, files whole; returns the sources found (missing ones are skipped)."""
-    found: list[str] = []
-    for artifact in artifact_entries(spec):
-        target = host_path(collected, artifact)
-        probe = container.exec(f"test -d {shlex.quote(artifact.source)}", workdir="/", user=ROOT)
-        if probe.exit_code == 0:
-            container.get_directory(artifact.source, target)
-            found.append(artifact.source)
-            continue
-        data = container.read_file(artifact.source, limit=-1)  # -1: the whole file
-        if data is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            found.append(artifact.source)
-    return found
 
 
 def excluded(relative: str, patterns: list[str]) -> bool:
@@ -254,7 +217,7 @@ def verify_separately(
             collected = Path(work) / "collected"
             source, _ = start(spec, agent_image)
             try:
-                collect(source, spec, collected)
+                collect_artifacts(source, spec, collected)
             finally:
                 source.remove()
             container, workdir = start(view, verifier_image(view))

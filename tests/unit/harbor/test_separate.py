@@ -16,10 +16,9 @@ from agevalx.harbor import errors, load_harbor_tasks
 from agevalx.harbor.errors import HarborError
 from agevalx.harbor.models import ArtifactConfig
 from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierStatus
+from agevalx.harbor.sandbox import artifact_entries, host_path
 from agevalx.harbor.separate import (
-    artifact_entries,
     excluded,
-    host_path,
     sanitized_copy,
     verifier_task,
     verify_separately,

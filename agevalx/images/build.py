@@ -13,6 +13,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client, image_exists
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.graph.plan import Plan
 
 REPOSITORY = "ageval/env"
 
@@ -99,3 +100,11 @@ def image_still_present(action_meta: dict[str, Any]) -> bool:
     """A cached image node is only a hit where its image exists on this engine."""
     reference = action_meta.get("reference")
     return isinstance(reference, str) and image_exists(reference)
+
+
+def revalidate_images(planned: Plan) -> None:
+    """Mark a planned image node a miss where this engine no longer holds its image."""
+    for node in planned.nodes():
+        stale = node.action is not None and not image_still_present(dict(node.action.meta))
+        if node.kind == "image" and stale:
+            node.status, node.action = "miss", None

@@ -44,7 +44,7 @@ from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan, PlanRequest, plan
 from agevalx.graph.rules import load_rules
 from agevalx.hashing import digest_bytes, digest_json
-from agevalx.images.build import execute_image, image_reference, image_still_present
+from agevalx.images.build import execute_image, image_reference, revalidate_images
 from agevalx.lockfile.node import execute_lock
 from agevalx.results.paths import attempt_dir
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
@@ -298,13 +298,6 @@ def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
     )
 
 
-def _revalidate_image(planned: Plan, task: str) -> None:
-    """A cached image node is a hit only where this engine still holds the image."""
-    node = planned.node(f"image:{task}")
-    if node.action is not None and not image_still_present(dict(node.action.meta)):
-        node.status, node.action = "miss", None
-
-
 def write_view(dataset_root: Path, store: CacheStore, action: ActionManifest) -> ReplayReport:
     """Write `.ageval/runs/<replay id>/` (replay.json, activity.jsonl) from the cached node."""
     cached = ReplayReport.model_validate_json(store.get_bytes(action.outputs["report"].digest))
@@ -326,7 +319,7 @@ def replay(
     planned = plan(
         PlanRequest(dataset=dataset, tasks=(source.task,), kinds=frozenset({"image"})), store
     )
-    _revalidate_image(planned, source.task)
+    revalidate_images(planned)
     node = replay_node(planned, source, evaluate, store)
     if fresh:
         node.status, node.action = "miss", None

@@ -21,7 +21,7 @@ from agevalx.harbor.dataset import harbor_warnings
 from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.options import HarborOptions
 from agevalx.hashing import digest_json
-from agevalx.images.build import execute_image, image_still_present
+from agevalx.images.build import execute_image, revalidate_images
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import execute_lock, write_lock_view
 from agevalx.operations.recovery import (
@@ -101,14 +101,6 @@ def _sample(dataset: Path, fresh: bool) -> int:
     return current
 
 
-def _revalidate_images(planned: Plan) -> None:
-    """A cached image node is a hit only where this engine still holds the image."""
-    for node in planned.nodes():
-        stale = node.action is not None and not image_still_present(dict(node.action.meta))
-        if node.kind == "image" and stale:
-            node.status, node.action = "miss", None
-
-
 def _write_attempt_views(
     planned: Plan, store: CacheStore, result: AttemptResult, run: ActionManifest | None
 ) -> None:
@@ -173,7 +165,7 @@ class _Callbacks:
 def _execute(
     planned: Plan, request: RunRequest, store: CacheStore, callbacks: _Callbacks
 ) -> ExecutionReport:
-    _revalidate_images(planned)
+    revalidate_images(planned)
     if callbacks.on_plan is not None:
         callbacks.on_plan(planned)
     workers = request.workers or planned.dataset.config.defaults.max_concurrent_tasks

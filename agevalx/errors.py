@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 
 class AgevalError(Exception):
     """Root of every error ageval reports to a user.
@@ -56,3 +58,18 @@ class UsageError(AgevalError):
     """The command line itself is wrong (conflicting or missing flags)."""
 
     exit_code = 2
+
+
+class AgevalWarning(BaseModel):
+    """A reported, non-fatal finding: loading and running go on (a declared setting that is
+    not applied, an ignored key)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    """Stable code, e.g. `harbor_field_unapplied`."""
+    message: str
+    file: str | None = None
+    """The file the finding is about, when known."""
+    field: str | None = None
+    """Dotted path of the field, e.g. `agents[0].model_name`."""

@@ -19,12 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
-from agevalx.graph.execute import ExecutionContext, NodeResult, execute
-from agevalx.graph.nodes import Node
-from agevalx.graph.plan import PlanRequest, plan
-from agevalx.lockfile.node import execute_lock
+from agevalx.graph.execute import execute
+from agevalx.graph.registry import substituted
+from agevalx.operations.planning import PlanRequest, plan
+from agevalx.testing.placeholders import placeholder
 
 TASK_YAML = "format: ageval.task/1\ntask_id: {name}\nagent_profiles: [{{id: solver}}]\n"
 FILES = {
@@ -59,16 +58,12 @@ def make_dataset(root: Path, tasks: int) -> None:
         os.utime(path, (old, old))
 
 
-def placeholder(node: Node, context: ExecutionContext) -> NodeResult:
-    digest = context.store.put_bytes(node.key.encode())
-    return NodeResult(outputs={"out": OutputRef(digest=digest, type="blob")})
-
-
 def fill_cache(dataset: Path, cache: Path, k: int) -> int:
     with CacheStore(cache) as store:
         planned = plan(PlanRequest(dataset=dataset, k=k), store)
         executors = {kind: placeholder for kind in ("image", "run", "evaluate", "summary")}
-        report = execute(planned, store, {**executors, "lock": execute_lock}, workers=2)
+        with substituted(executors):
+            report = execute(planned, store, workers=2)
         assert report.ok, report.counts()
         return len(report.nodes)
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from agevalx.agents.oracle import OracleLayout
 
 ActionType = Literal["terminal", "fs_read", "fs_write", "permission", "agent_tool"]
 
@@ -49,6 +52,9 @@ class Container:
     """The agent's HOME."""
     user: str | None = None
     """User to run as inside the container (None: the image's default)."""
+    private: str | None = None
+    """Where executors stage their own files (`/attempt/.ageval`); None: `.ageval` beside
+    the working directory."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ class Invocation:
     """Resolved secrets and settings for the agent process (never logged or cached)."""
     task_dir: str | None = None
     """Host path of the task directory (the oracle reads solution/ from it)."""
+    oracle: OracleLayout | None = None
+    """How the oracle runs this task's solution (its format decides); None: the default."""
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,22 @@
 """`OracleExecutor`: runs the task's own solution (`solution/solve.sh`) instead of an agent.
 
-The task's `solution/` folder is copied into the container at `<attempt>/.ageval/solution/`
-and `solve.sh` runs there with bash (sh when the image has no bash), cwd the workspace and
-HOME the agent's home. Its combined output and exit code are recorded as one `terminal`
-action; a non-zero exit is a result, not an error.
+The task format decides the layout (`OracleLayout`, from its `TaskRuntime.oracle` hook): an
+ageval task's `solution/` is copied to `<attempt>/.ageval/solution/` and `solve.sh` runs there
+with bash (sh when the image has no bash), cwd the agent's working directory and HOME the
+agent's home; a Harbor task's is copied to `/solution` and run as Harbor's oracle agent runs
+it, its output written to `/logs/agent/oracle.txt`. Either way the combined output and exit
+code are recorded as one `terminal` action; a non-zero exit is a result, not an error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import posixpath
+import shlex
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agevalx.agents.acp.recording import Recorder, tail
@@ -37,6 +43,29 @@ OUTPUT_LIMIT = 1024 * 1024
 SOLVE_SCRIPT = "solve.sh"
 
 
+@dataclass(frozen=True)
+class OracleLayout:
+    """Where and how the oracle runs a task's solution (its format's `oracle` hook)."""
+
+    target: str | None = None
+    """Container directory the task's solution/ is copied to; None: `<attempt>/.ageval/
+    solution`."""
+    command: str | None = None
+    """A shell command run with `<shell> -c`; None: `<shell> <target>/solve.sh`."""
+    setup: str | None = None
+    """A command run once the solution is copied in, before solve.sh (as the container's
+    user): directories the command writes to, the script's mode."""
+    home: str | None = None
+    """HOME of solve.sh; None: the agent's home."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Variables of solve.sh over the agent's; values may be secrets: they are masked in
+    every record."""
+    output_file: str | None = None
+    """The recorded output is read from this file (the command redirects into it)."""
+    whole_seconds: bool = False
+    """Truncate the time left to whole seconds (Harbor's oracle does)."""
+
+
 class OracleExecutor:
     """Runs invocations of `executor: oracle` roles.
 
@@ -53,49 +82,78 @@ class OracleExecutor:
         return asyncio.run(self._invoke(invocation))
 
     async def _invoke(self, invocation: Invocation) -> InvocationResult:
+        layout = invocation.oracle or OracleLayout()
         container = invocation.container
         sandbox = self._sandbox_factory(container)
-        directory = await _copy_solution(sandbox, invocation)
+        directory = await _copy_solution(sandbox, invocation, layout)
         shell = await sandbox.shell()
         script = posixpath.join(directory, SOLVE_SCRIPT)
+        if layout.command is None:
+            argv, display = [shell, script], f"{shell} {script}"
+        else:
+            argv, display = [shell, "-c", layout.command], layout.command
         terminal = await Terminal.start(
             sandbox,
             terminal_id="oracle",
-            argv=[shell, script],
-            display=f"{shell} {script}",
+            argv=argv,
+            display=display,
             cwd=container.workdir,
-            env={"HOME": container.home},
-            secrets=invocation.environ,
+            env={"HOME": layout.home or container.home},
+            secrets={**invocation.environ, **layout.environment},
             output_limit=OUTPUT_LIMIT,
         )
         recorder = Recorder(invocation)
+        seconds = max(invocation.deadline - time.monotonic(), 0.0)
         try:
-            status = await terminal.wait(max(invocation.deadline - time.monotonic(), 0.0))
+            status = await terminal.wait(math.floor(seconds) if layout.whole_seconds else seconds)
         except TimeoutError:
             await terminal.kill()
-            _record(recorder, terminal, container, {"wall_time_exceeded": True})
+            output = await _output(sandbox, layout, terminal)
+            _record(recorder, terminal, container, output, {"wall_time_exceeded": True})
             raise WallTimeExceeded(f"{SOLVE_SCRIPT} ran past the wall time") from None
-        _record(recorder, terminal, container, {"signal": status.signal} if status.signal else {})
+        output = await _output(sandbox, layout, terminal)
+        _record(
+            recorder,
+            terminal,
+            container,
+            output,
+            {"signal": status.signal} if status.signal else {},
+        )
         return InvocationResult(
             stop_reason="exit",
-            output=recorder.redactor.text(terminal.output),
+            output=recorder.redactor.text(output),
             exit_code=status.exit_code,
         )
 
 
-async def _copy_solution(sandbox: Sandbox, invocation: Invocation) -> str:
+async def _copy_solution(sandbox: Sandbox, invocation: Invocation, layout: OracleLayout) -> str:
     source = Path(invocation.task_dir or "") / "solution"
     if invocation.task_dir is None or not (source / SOLVE_SCRIPT).is_file():
         raise AgentError(
             "oracle_solution_missing", f"the task has no solution/{SOLVE_SCRIPT} ({source})"
         )
-    directory = staging_dir(invocation.container, "solution")
+    directory = layout.target or staging_dir(invocation.container, "solution")
     await sandbox.put_files(directory, read_tree(source))
+    if layout.setup is not None:
+        await sandbox.run(["sh", "-c", layout.setup])
     return directory
 
 
+async def _output(sandbox: Sandbox, layout: OracleLayout, terminal: Terminal) -> str:
+    if layout.output_file is None:
+        return terminal.output
+    found = await sandbox.run(
+        ["sh", "-c", f"tail -c {OUTPUT_LIMIT} {shlex.quote(layout.output_file)} 2>/dev/null"]
+    )
+    return found.stdout.decode("utf-8", "replace")
+
+
 def _record(
-    recorder: Recorder, terminal: Terminal, container: Container, detail: dict[str, object]
+    recorder: Recorder,
+    terminal: Terminal,
+    container: Container,
+    output: str,
+    detail: dict[str, object],
 ) -> None:
     status = terminal.exit_status
     recorder.action(
@@ -104,7 +162,7 @@ def _record(
             command=terminal.command,
             cwd=container.workdir,
             exit_code=None if status is None else status.exit_code,
-            output=tail(terminal.output),
+            output=tail(output),
             detail={"executor": "oracle", **detail},
         )
     )

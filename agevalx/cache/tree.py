@@ -22,6 +22,9 @@ from agevalx.cache.statcache import StatCache
 from agevalx.cache.streams import pump
 
 HASH_WORKERS = min(8, os.cpu_count() or 1)
+IGNORED_NAMES = ("__pycache__", ".DS_Store")
+"""File and directory names that are never part of a task's content."""
+IGNORED_GLOBS = tuple(pattern for name in IGNORED_NAMES for pattern in (name, f"**/{name}"))
 """Hashing threads: one per CPU (measured best on 2 cores), at most 8."""
 
 

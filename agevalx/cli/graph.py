@@ -25,10 +25,12 @@ from agevalx.cli.options import (
     open_store,
 )
 from agevalx.cli.render import print_json, stdout
-from agevalx.graph import PlanRequest, explain, plan
-from agevalx.graph.lineage import BranchView, Lineage, branches, lineage
+from agevalx.formats.base import dataset_of
+from agevalx.graph import explain
 from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
+from agevalx.operations.lineage import BranchView, Lineage, branches, lineage
+from agevalx.operations.planning import PlanRequest, plan
 
 app = typer.Typer(
     help="Inspect the build graph: nodes, keys, fork and replay branches, why a node is stale."
@@ -122,7 +124,7 @@ def show(
         print_json(
             {
                 "ok": True,
-                "dataset": planned.dataset.config.dataset_id,
+                "dataset": dataset_of(planned).dataset_id,
                 "nodes": [node.summary() for node in nodes],
                 "edges": [list(edge) for edge in planned.graph.edges],
                 "branches": [view.model_dump(mode="json") for view in views],

@@ -6,8 +6,17 @@ from typing import Annotated
 
 import typer
 
-from agevalx.cli.options import CacheDirOption, DatasetArgument, JsonOption, open_store
+from agevalx.cli.options import (
+    AgentOption,
+    CacheDirOption,
+    DatasetArgument,
+    JsonOption,
+    ModelOption,
+    ProfilesOption,
+    open_store,
+)
 from agevalx.cli.render import print_json, stdout
+from agevalx.lockfile import BindingRequest
 from agevalx.operations.replay import replay as replay_attempt
 
 
@@ -23,15 +32,25 @@ def replay(
             "--fresh", help="Replay again even when the cache holds this replay (replacing it)."
         ),
     ] = False,
+    agent: AgentOption = None,
+    model: ModelOption = None,
+    profiles: ProfilesOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Re-execute an attempt's recorded terminal actions in a new environment, without any
     model; report the first divergence. The source attempt is not changed. A replay is a cached
     node: asking for the same one again reuses it.
+
+    The environment is the one the source attempt ran in: its agents are bound as its lock
+    records (`--agent`/`--model`), or as given here (a `--profiles` file is not recorded).
     """
+    given = agent is not None or model is not None or profiles is not None
+    binding = BindingRequest(agent=agent, model=model, profiles=profiles) if given else None
     with open_store(cache_dir) as store:
-        outcome = replay_attempt(dataset, run, store, evaluate=evaluate, fresh=fresh)
+        outcome = replay_attempt(
+            dataset, run, store, evaluate=evaluate, fresh=fresh, binding=binding
+        )
     report = outcome.report
     if as_json:
         print_json(

@@ -24,6 +24,8 @@ from agevalx.cli.options import (
 )
 from agevalx.cli.progress import JobProgress
 from agevalx.cli.render import print_json, stdout
+from agevalx.formats.base import dataset_of
+from agevalx.harbor.summary import HarborSummary
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.run import RunOutcome, RunRequest
 from agevalx.operations.run import run as run_attempts
@@ -33,7 +35,7 @@ from agevalx.results.paths import attempt_dir
 def _document(outcome: RunOutcome) -> dict[str, Any]:
     return {
         "ok": outcome.ok,
-        "dataset": outcome.plan.dataset.config.dataset_id,
+        "dataset": dataset_of(outcome.plan).dataset_id,
         "results": [result.model_dump(mode="json") for result in outcome.results],
         "summary": outcome.summary.model_dump(mode="json") if outcome.summary else None,
         "summary_path": outcome.summary_path.as_posix() if outcome.summary_path else None,
@@ -76,8 +78,9 @@ def _recap(outcome: RunOutcome) -> None:
             f"-> {outcome.summary_path.as_posix()}",
             markup=False,
         )
-        harbor = outcome.summary.harbor
-        if harbor is not None:
+        section = (outcome.summary.model_extra or {}).get("harbor")
+        if section is not None:
+            harbor = HarborSummary.model_validate(section)
             shown = {
                 f"{harbor.metric_name} (primary)": harbor.primary,
                 "avg score": harbor.avg_score,

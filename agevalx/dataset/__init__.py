@@ -1,5 +1,5 @@
-"""Datasets and their member tasks as they are on disk."""
+"""ageval-format datasets: ageval.yaml, task.yaml and the task files' whitelist."""
 
-from agevalx.dataset.loader import Dataset, TaskSource, load_dataset
+from agevalx.dataset.loader import DatasetFiles, TaskSource, read_dataset, read_task
 
-__all__ = ["Dataset", "TaskSource", "load_dataset"]
+__all__ = ["DatasetFiles", "TaskSource", "read_dataset", "read_task"]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from agevalx.cache.tree import IGNORED_NAMES
 from agevalx.config.task import ALLOWED_TOP_LEVEL_DIRS
 from agevalx.errors import ConfigError
 from agevalx.hashing import digest_bytes, digest_file
 
-IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store"})
 FileDigester = Callable[[Path, os.stat_result], str]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,42 +34,6 @@ class TaskSource:
 
     def has(self, relative: str) -> bool:
         return (self.directory / relative).is_file()
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """A dataset root with its validated ageval.yaml."""
-
-    root: Path
-    config: DatasetConfig
-    display: str
-    task_ids: tuple[str, ...] = field(default=())
-    kind: str = "ageval"
-    """`ageval` (ageval.yaml) or `harbor` (a directory of Harbor tasks)."""
-    task_dirs: dict[str, Path] = field(default_factory=dict)
-    """Tasks that do not live under `tasks_dir` (a Harbor job config's `datasets`/`tasks`)."""
-    harbor: Any = None
-    """A Harbor dataset's `HarborSource` (its job config, run settings and resolved tasks)."""
-
-    @property
-    def tasks_dir(self) -> Path:
-        return self.root / self.config.tasks.root
-
-    def task_dir(self, task_id: str) -> Path:
-        """The directory of a member task."""
-        return self.task_dirs.get(task_id) or self.tasks_dir / task_id
-
-    def load_task(self, task_id: str) -> TaskSource:
-        if task_id not in self.task_ids:
-            known = ", ".join(self.task_ids[:10]) or "none"
-            raise ConfigError(
-                "task_not_found",
-                f"the dataset has no task {task_id!r}",
-                file=f"{self.display}/{self.config.tasks.root}",
-                field="--task",
-                hint=f"--task must equal a task directory name; tasks: {known}",
-            )
-        return _load_task(self, task_id)
 
 
 def check_format(document: dict[str, Any], expected: str, display: str) -> None:
@@ -104,7 +68,17 @@ def _reject_keys(
             )
 
 
-def load_dataset(path: Path) -> Dataset:
+@dataclass(frozen=True)
+class DatasetFiles:
+    """A validated dataset root: its ageval.yaml and the names of its tasks."""
+
+    root: Path
+    config: DatasetConfig
+    display: str
+    task_ids: tuple[str, ...]
+
+
+def read_dataset(path: Path) -> DatasetFiles:
     """Read and validate a dataset root; lists its tasks without loading them."""
     display = path.as_posix().rstrip("/") or "."
     if not path.is_dir():
@@ -144,11 +118,12 @@ def load_dataset(path: Path) -> Dataset:
             field="tasks.root",
             hint=f"add {config.tasks.root}/<task_id>/task.yaml",
         )
-    return Dataset(root=path, config=config, display=display, task_ids=task_ids)
+    return DatasetFiles(root=path, config=config, display=display, task_ids=task_ids)
 
 
-def _load_task(dataset: Dataset, task_id: str) -> TaskSource:
-    directory = dataset.tasks_dir / task_id
+def read_task(dataset: DatasetFiles, task_id: str) -> TaskSource:
+    """Read and validate one member task's task.yaml (the task id must be listed)."""
+    directory = dataset.root / dataset.config.tasks.root / task_id
     display = f"{dataset.display}/{dataset.config.tasks.root}/{task_id}"
     config_display = f"{display}/{TASK_FILE}"
     document = read_yaml_mapping(directory / TASK_FILE, display=config_display)

@@ -1,15 +1,17 @@
-"""The environment stage of an attempt: compose sidecars, the attempt container, task data and
-environment/setup.sh, all within `limits.environment_seconds`."""
+"""The environment stage of an attempt: compose sidecars, the attempt container and its
+preparation (the task format's: task data and environment/setup.sh, or Harbor's log
+directories and healthcheck), all within the environment budget."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agevalx.environments.compose import ComposeProject, compose_file
-from agevalx.environments.container import PRIVATE, WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.compose import ComposeProject
+from agevalx.environments.container import AttemptContainer, ContainerSpec
 from agevalx.environments.engine import EnvironmentFailure, client
 
 
@@ -24,11 +26,16 @@ def _check_gpus(spec: ContainerSpec) -> None:
         )
 
 
-def _remaining(deadline: float, what: str) -> float:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
+def remaining(deadline: float, what: str) -> float:
+    """Seconds left before `deadline`; none left is `environment_timeout`."""
+    left = deadline - time.monotonic()
+    if left <= 0:
         raise EnvironmentFailure("environment_timeout", f"environment_seconds ran out {what}")
-    return remaining
+    return left
+
+
+Prepare = Callable[["AttemptEnvironment", float], None]
+"""Readies a started environment for the agent before a deadline (its task format's hook)."""
 
 
 @dataclass
@@ -39,52 +46,48 @@ class AttemptEnvironment:
     compose: ComposeProject | None = None
 
     @classmethod
-    def start(cls, spec: ContainerSpec, task_dir: Path, seconds: float) -> AttemptEnvironment:
+    def start(
+        cls,
+        spec: ContainerSpec,
+        seconds: float,
+        *,
+        compose_source: Path | None = None,
+        prepare: Prepare | None = None,
+    ) -> AttemptEnvironment:
+        """Start the compose services (if any), then the attempt container, then `prepare`
+        it, all within `seconds`; a failure removes what was started."""
         deadline = time.monotonic() + seconds
         _check_gpus(spec)
-        source = compose_file(task_dir)
-        if source is None and spec.network_mode and spec.network_mode.startswith("service:"):
+        if (
+            compose_source is None
+            and spec.network_mode
+            and spec.network_mode.startswith("service:")
+        ):
             raise EnvironmentFailure(
                 "compose_missing",
                 f"network_mode {spec.network_mode} needs environment/compose.yaml",
             )
         compose = None
-        if source is not None:
+        if compose_source is not None:
             compose = ComposeProject.up(
-                source, spec.network_mode, _remaining(deadline, "(compose)")
+                compose_source, spec.network_mode, remaining(deadline, "(compose)")
             )
-        environment = cls(
-            container=AttemptContainer.start(_with_compose(spec, compose)), compose=compose
-        )
+        try:
+            container = AttemptContainer.start(_with_compose(spec, compose))
+        except BaseException:
+            if compose is not None:
+                compose.down()
+            raise
+        environment = cls(container=container, compose=compose)
         try:
             if compose is not None:
                 compose.attach(environment.container.id)
-            environment._prepare(task_dir, deadline)
+            if prepare is not None:
+                prepare(environment, deadline)
         except BaseException:
             environment.close()
             raise
         return environment
-
-    def _prepare(self, task_dir: Path, deadline: float) -> None:
-        if (task_dir / "data").is_dir():
-            self.container.put_directory(task_dir / "data", f"{WORKSPACE}/data")
-        setup = task_dir / "environment" / "setup.sh"
-        if not setup.is_file():
-            return
-        self.container.put_files(PRIVATE, {"setup.sh": (setup.read_bytes(), 0o755)})
-        result = self.container.exec(
-            f"sh {PRIVATE}/setup.sh", timeout=_remaining(deadline, "before setup.sh")
-        )
-        if result.timed_out or time.monotonic() > deadline:
-            raise EnvironmentFailure(
-                "environment_timeout", "environment/setup.sh outlived environment_seconds"
-            )
-        if result.exit_code != 0:
-            raise EnvironmentFailure(
-                "setup_failed",
-                f"environment/setup.sh exited with {result.exit_code}",
-                hint=result.output.strip()[-500:] or None,
-            )
 
     def close(self) -> None:
         self.container.remove()

@@ -1,17 +1,25 @@
-"""The build graph: rules, keys, planning, execution and explanations."""
+"""The build graph: rules, keys, planning, execution, explanations and the executor registry.
 
-from agevalx.graph.execute import ExecutionReport, NodeResult, execute
+Generic over node kinds and task formats: it imports nothing above `cache/`, `hashing` and
+`errors`. What it plans over comes from `operations/` (a `PlanSource`).
+"""
+
+from agevalx.graph.execute import ExecutionContext, ExecutionReport, NodeResult, execute
 from agevalx.graph.explain import explain
 from agevalx.graph.nodes import Node
-from agevalx.graph.plan import Plan, PlanRequest, plan
+from agevalx.graph.plan import GraphRequest, Plan, PlanSource, plan_graph
+from agevalx.graph.registry import node_executor
 
 __all__ = [
+    "ExecutionContext",
     "ExecutionReport",
+    "GraphRequest",
     "Node",
     "NodeResult",
     "Plan",
-    "PlanRequest",
+    "PlanSource",
     "execute",
     "explain",
-    "plan",
+    "node_executor",
+    "plan_graph",
 ]

@@ -7,7 +7,7 @@ Every node is reported as reused, computed, failed or blocked.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,6 +19,8 @@ from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
+from agevalx.graph.registry import executor_for
+from agevalx.graph.rules import Rule, load_rules
 
 Outcome = Literal["reused", "computed", "failed", "blocked"]
 
@@ -92,15 +94,25 @@ class ExecutionReport:
         return counts
 
 
-def _run_one(node: Node, executor: Executor | None, context: ExecutionContext) -> ActionManifest:
-    if executor is None:
+def check_outputs(rule: Rule, result: NodeResult) -> None:
+    """An executor must store exactly the outputs its rule declares, each of its type."""
+    declared = {output.name: output.type for output in rule.outputs}
+    stored = {name: ref.type for name, ref in result.outputs.items()}
+    if stored != declared:
         raise AgevalError(
-            "executor_unavailable",
-            f"no executor is installed for {node.kind} nodes",
-            hint="this ageval version plans these nodes but cannot compute them yet",
+            "node_outputs_mismatch",
+            f"the {rule.kind} executor stored {sorted(stored.items())}, but rules/{rule.kind}.yaml "
+            f"declares {sorted(declared.items())}",
+            hint="this is a bug in ageval: the rule and its executor disagree",
         )
+
+
+def _run_one(node: Node, context: ExecutionContext) -> ActionManifest:
+    rule = load_rules()[node.kind]
+    executor = executor_for(rule)
     with context.store.in_use():
         result = executor(node, context)
+        check_outputs(rule, result)
         manifest = ActionManifest.create(node.kind, node.key, result.outputs, result.meta)
         context.store.put_action(manifest)
     return manifest
@@ -112,14 +124,12 @@ class _Scheduler:
     def __init__(
         self,
         context: ExecutionContext,
-        executors: Mapping[str, Executor],
         workers: int,
         on_progress: Callable[[NodeReport], None] | None,
         on_start: Callable[[Node], None] | None = None,
     ) -> None:
         self.context = context
         self.graph = context.plan.graph
-        self.executors = executors
         self.on_progress = on_progress
         self.on_start = on_start
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
@@ -161,10 +171,9 @@ class _Scheduler:
                     self.context.results[name] = action
                 self.finish(name, NodeReport(node, "reused", action=action))
                 return
-        executor = self.executors.get(node.kind)
         if self.on_start is not None:
             self.on_start(node)
-        self.running[self.pool.submit(_run_one, node, executor, self.context)] = name
+        self.running[self.pool.submit(_run_one, node, self.context)] = name
 
     def collect(self, future: Future[ActionManifest]) -> None:
         name = self.running.pop(future)
@@ -194,20 +203,20 @@ class _Scheduler:
 def execute(
     plan: Plan,
     store: CacheStore,
-    executors: Mapping[str, Executor],
     *,
     workers: int = 1,
     on_progress: Callable[[NodeReport], None] | None = None,
     on_interrupt: Callable[[], object] | None = None,
     on_start: Callable[[Node], None] | None = None,
 ) -> ExecutionReport:
-    """Compute every missing node of `plan`; reuse the cached ones.
+    """Compute every missing node of `plan` with its kind's registered executor; reuse the
+    cached ones.
 
     On Ctrl-C, `on_interrupt` runs first (e.g. to remove containers, so that running
     executors fail fast), queued nodes are cancelled, and the interrupt propagates.
     """
     context = ExecutionContext(plan=plan, store=store)
-    scheduler = _Scheduler(context, executors, workers, on_progress, on_start)
+    scheduler = _Scheduler(context, workers, on_progress, on_start)
     try:
         scheduler.run()
     except KeyboardInterrupt:

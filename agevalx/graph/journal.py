@@ -2,7 +2,7 @@
 
 `ageval graph explain` compares a node's current inputs with this record to say which input
 changed. It lives beside the dataset (`.ageval/graph/`), is never part of a key, and losing
-it only loses explanations. A forked run node is also recorded as a branch (see `lineage`).
+it only loses explanations.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from agevalx.fsutil import atomic_write
-from agevalx.graph.lineage import fork_branch, record_branch
 from agevalx.graph.nodes import Node
 from agevalx.hashing import canonical_json, digest_bytes
 
@@ -24,18 +23,13 @@ def _path(dataset_root: Path, identity: str) -> Path:
     return dataset_root / JOURNAL_DIR / kind / f"{digest_bytes(identity.encode())}.json"
 
 
-def record(dataset_root: Path, node: Node, *, journal: bool = True) -> None:
-    """Record a finished node's inputs under its identity (unless `journal` is False) and,
-    for a fork's run node, its branch."""
-    if journal:
-        entry = {"id": node.id, "key": node.key, "inputs": node.inputs, "parents": node.parents}
-        data = canonical_json(entry)
-        path = _path(dataset_root, node.id)
-        if not path.is_file() or path.read_bytes() != data:
-            atomic_write(path, data)
-    branch = fork_branch(dataset_root, node)
-    if branch is not None:
-        record_branch(dataset_root, branch)
+def record(dataset_root: Path, node: Node) -> None:
+    """Record a finished node's inputs under its identity."""
+    entry = {"id": node.id, "key": node.key, "inputs": node.inputs, "parents": node.parents}
+    data = canonical_json(entry)
+    path = _path(dataset_root, node.id)
+    if not path.is_file() or path.read_bytes() != data:
+        atomic_write(path, data)
 
 
 def last_recorded(dataset_root: Path, identity: str) -> dict[str, Any] | None:

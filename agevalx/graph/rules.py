@@ -22,27 +22,10 @@ RULES_DIRS = (
 _PACKAGE = Path(__file__).resolve().parent.parent
 PACKAGE_INPUTS = {
     "pins": _PACKAGE / "config" / "pins.yaml",
-    "scripted_agent": _PACKAGE / "agents" / "scripted" / "agent.py",
     "evaluator_runner": _PACKAGE / "evaluation" / "runner_script.py",
     "replay": _PACKAGE / "operations" / "replay.py",
 }
-REQUEST_INPUTS = frozenset(
-    {
-        "agent",
-        "model",
-        "fork_model",
-        "attempt",
-        "sample",
-        "k",
-        "tasks",
-        "step_action",
-        "fork",
-        "harbor_settings",
-        "harbor_metric",
-        "replay",
-        "evaluate",
-    }
-)
+"""Files shipped with ageval that a rule may name under `inputs.package`."""
 
 
 class RuleModel(BaseModel):
@@ -75,7 +58,9 @@ class RuleInputs(RuleModel):
     """Dotted paths into the task's lock document (their values)."""
 
     request: list[str] = []
-    """Values of the request: attempt index, sample, agent, model, k, ..."""
+    """Values of the request, by name: `attempt` (the attempt index) and `tasks` (the job's
+    task ids) come from the planner; the others (sample, agent, model, k, ...) from the
+    command that plans, which must give every name a planned rule reads."""
 
     package: list[str] = []
     """Data files shipped with ageval (their digests), e.g. the model pins table."""
@@ -117,7 +102,15 @@ class Rule(RuleModel):
     """Kinds that must be computed first without entering the key."""
 
     outputs: list[OutputSpec]
-    """What the cache stores for a computed node."""
+    """What the cache stores for a computed node; an executor must store exactly these."""
+
+    executor: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.]*$")
+    """The module whose import registers this kind's executor (`agevalx.graph.registry`);
+    none for kinds whose nodes are stored by another executor (checkpoints)."""
+
+    when: str | None = None
+    """A dotted lock field: a task gets a node of this kind only when the field is set (not
+    null, false or empty); its children then count it as a parent. Always when omitted."""
 
 
 class RuleError(AgevalError):
@@ -138,8 +131,7 @@ def _load_rule(path: Path) -> Rule:
         raise RuleError("invalid_rule", f"cannot load rule: {exc}", file=str(path)) from None
     if rule.kind != path.stem:
         raise RuleError("invalid_rule", "kind must equal the file name", file=str(path))
-    unknown = set(rule.inputs.request) - REQUEST_INPUTS
-    unknown |= {name for name in rule.inputs.package if name not in PACKAGE_INPUTS}
+    unknown = {name for name in rule.inputs.package if name not in PACKAGE_INPUTS}
     if unknown:
         raise RuleError("invalid_rule", f"unknown inputs {sorted(unknown)}", file=str(path))
     return rule

@@ -3,18 +3,20 @@
 See docs/harbor.md. The public API:
 
 - `load_harbor_tasks`, `is_harbor_task` (loader): resolved `HarborTaskSpec`s + warnings.
-- `run_verifier`, `healthcheck`, `run_oracle` (verifier): run on an `AttemptContainer`.
+- `run_verifier`, `healthcheck` (verifier): run on an `AttemptContainer`.
 - `prepare_environment`, `container_spec`, `collect_artifacts` (sandbox).
-- `build_task_image`, `image_workdir` (images).
+- `image_workdir` (images).
+
+The format adapter that runs Harbor tasks through ageval's one attempt pipeline is
+`agevalx/formats/harbor.py`.
 - `score_outcome`, `aggregate_task`, ... (scoring): pure scoring functions.
 """
 
 from agevalx.harbor.errors import HarborError, HarborRunError, HarborWarning, TaskFailure
-from agevalx.harbor.images import build_task_image, image_workdir
+from agevalx.harbor.images import image_workdir
 from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
 from agevalx.harbor.outcomes import (
     HealthcheckResult,
-    OracleOutcome,
     VerifierOutcome,
     VerifierStatus,
 )
@@ -27,7 +29,7 @@ from agevalx.harbor.scoring import (
     score_outcome,
 )
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, RunOverrides
-from agevalx.harbor.verifier import healthcheck, run_oracle, run_verifier
+from agevalx.harbor.verifier import healthcheck, run_verifier
 
 __all__ = [
     "AttemptScore",
@@ -37,14 +39,12 @@ __all__ = [
     "HarborTaskSpec",
     "HarborWarning",
     "HealthcheckResult",
-    "OracleOutcome",
     "RunOverrides",
     "TaskFailure",
     "TaskMetrics",
     "VerifierOutcome",
     "VerifierStatus",
     "aggregate_task",
-    "build_task_image",
     "collect_artifacts",
     "container_spec",
     "harbor_pass_at_k",
@@ -53,7 +53,6 @@ __all__ = [
     "is_harbor_task",
     "load_harbor_tasks",
     "prepare_environment",
-    "run_oracle",
     "run_verifier",
     "score_outcome",
 ]

@@ -1,10 +1,9 @@
-"""Harbor datasets in the build graph: a dataset view and a lock document per task.
+"""Harbor datasets as ageval datasets: where their tasks come from, and each task's lock.
 
-A directory that has no ageval.yaml but holds Harbor tasks (or is one) is planned like any
-dataset: lock, image (environment.docker_image, or environment/Dockerfile built as a cached
-node), run (the agent gets instruction.md; `oracle` runs solution/solve.sh as Harbor does) and
-evaluate (Harbor's verifier: tests/test.sh and reward files). Resolved env maps can hold
-secrets, so the lock keeps only non-secret settings; the task is resolved again at run time.
+A directory that has no ageval.yaml but holds Harbor tasks (or is one), and/or a job config
+that lists `datasets`/`tasks`, is a `HarborDataset` (agevalx/formats/harbor.py). Resolved env
+maps can hold secrets, so the lock keeps only non-secret settings (values as digests,
+templates as written); the task is resolved again, with the host environment, at run time.
 """
 
 from __future__ import annotations
@@ -13,22 +12,31 @@ import inspect
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agevalx.config.dataset import DatasetConfig, Defaults, TasksSection
-from agevalx.dataset.loader import Dataset
-from agevalx.errors import ConfigError
+from agevalx.config.task import Limits
+from agevalx.dataset.files import FileDigester, task_files
 from agevalx.harbor.envvars import KeepTemplates
-from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.jobconfig import read_job_config
 from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.plugin import load_verifier_class
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, SeparateVerifierEnvironment
 from agevalx.hashing import digest_file, digest_json
-from agevalx.lockfile.binding import BindingRequest, bind_agent_only
+from agevalx.lockfile.models import (
+    HarborLock,
+    LockedBinding,
+    LockedDataset,
+    LockedFeatures,
+    LockedRoleRef,
+    LockedTask,
+    ScoringImage,
+    TaskLock,
+)
+
+if TYPE_CHECKING:
+    from agevalx.formats.base import Dataset
 
 
 class HarborSource:
@@ -70,90 +78,18 @@ class HarborSource:
             return self._specs[(task_id, templates)]
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "harbor"
 
 
-def _listed(path: Path | None) -> tuple[Path, tuple[str, ...]] | None:
+def listed_tasks(path: Path | None) -> tuple[Path, tuple[str, ...]] | None:
+    """(root, task names) of a Harbor task directory or a directory of tasks; None otherwise."""
     if path is None or not path.is_dir() or (path / "ageval.yaml").exists():
         return None
     if is_harbor_task(path):
         return path.parent, (path.name,)
     task_ids = tuple(sorted(c.name for c in path.iterdir() if c.is_dir() and is_harbor_task(c)))
     return (path, task_ids) if task_ids else None
-
-
-def harbor_dataset(path: Path | None, options: HarborOptions | None = None) -> Dataset | None:
-    """A Dataset view of a Harbor task directory, a directory of tasks and/or a job config's
-    `datasets`/`tasks`; None when `path` is neither and no options were given."""
-    listed = _listed(path)
-    if listed is None and options is None:
-        return None
-    options = options or HarborOptions()
-    source = HarborSource(path, options)
-    task_dirs: dict[str, Path] = {}
-    if options.has_job_sources or listed is None:
-        job = source.load(path, templates=True)
-        task_ids = tuple(spec.name for spec in job.tasks)
-        task_dirs = {spec.name: spec.dir for spec in job.tasks}
-        root = listed[0] if listed else (path if path is not None else options.base_dir)
-        warnings = tuple(job.warnings)
-    else:
-        root, task_ids = listed
-        warnings = tuple(options.warnings)
-    name = root.resolve().name
-    if path is None and options.job_config and not options.job_config.lstrip().startswith("{"):
-        name = Path(options.job_config).stem
-    config = DatasetConfig(
-        format="ageval.dataset/1",
-        dataset_id=f"harbor/{_slug(name)}"[:128],
-        version="harbor",
-        tasks=TasksSection(root="."),
-        defaults=Defaults(max_concurrent_tasks=1),
-    )
-    return Dataset(
-        root=root,
-        config=config,
-        display=root.as_posix(),
-        task_ids=task_ids,
-        kind="harbor",
-        task_dirs={k: v for k, v in task_dirs.items() if v != (root / k).resolve()},
-        harbor=HarborSourceView(source, warnings),
-    )
-
-
-@dataclass(frozen=True)
-class HarborSourceView:
-    """What a Harbor Dataset carries: its source and the loader's warnings."""
-
-    source: HarborSource
-    warnings: tuple[HarborWarning, ...]
-
-
-def _source(dataset: Dataset) -> HarborSource:
-    view = dataset.harbor
-    if isinstance(view, HarborSourceView):
-        return view.source
-    return HarborSource(None, HarborOptions())
-
-
-def harbor_options(dataset: Dataset) -> HarborOptions:
-    """The run-wide Harbor settings of a Harbor dataset."""
-    return _source(dataset).options
-
-
-def harbor_warnings(dataset: Dataset) -> list[HarborWarning]:
-    """What loading the dataset reported (empty for an ageval dataset)."""
-    view = dataset.harbor
-    return list(view.warnings) if isinstance(view, HarborSourceView) else []
-
-
-def task_spec(dataset: Dataset, task_id: str, *, templates: bool = False) -> HarborTaskSpec:
-    """Resolve one task (env templates from the host environment, at the first call)."""
-    spec = _source(dataset).spec(task_id, dataset.task_dir(task_id), templates)
-    if spec.failure is not None:
-        raise ConfigError(spec.failure.code, spec.failure.message, file=str(spec.dir / "task.toml"))
-    return spec
 
 
 def _names(env: Mapping[str, str]) -> dict[str, str]:
@@ -178,6 +114,9 @@ def _separate(separate: SeparateVerifierEnvironment | None) -> dict[str, Any] | 
     if separate is None:
         return None
     document = separate.model_dump(mode="json", exclude={"own": {"environment_env"}})
+    document["build_context"] = (
+        None if separate.build_context is None else separate.build_context.name
+    )
     if separate.own is not None:
         document["own"]["environment_env"] = _names(separate.own.environment_env)
     return document
@@ -214,56 +153,74 @@ def _settings(spec: HarborTaskSpec) -> dict[str, Any]:
     }
 
 
+def _scoring_image(spec: HarborTaskSpec, task_dir: Path) -> ScoringImage | None:
+    """The separate verifier environment's image: named, or built from a context in the task
+    (tests/ with its Dockerfile, else the task's environment/)."""
+    separate = spec.verifier.separate
+    if separate is None:
+        return None
+    if separate.image is not None:
+        return ScoringImage(name="verifier", image=separate.image)
+    if separate.build_context is None:
+        return None
+    context = separate.build_context.resolve().relative_to(task_dir.resolve()).as_posix()
+    return ScoringImage(name="verifier", context=context)
+
+
+def _overrides(agent: str | None, model: str | None) -> dict[str, str]:
+    return {key: value for key, value in (("agent", agent), ("model", model)) if value}
+
+
 def harbor_lock(
-    dataset: Dataset, task_id: str, request: BindingRequest, files: dict[str, str]
-) -> dict[str, Any]:
-    """The lock document of a Harbor task: what downstream keys read, and no secret."""
-    spec = task_spec(dataset, task_id, templates=True)
-    binding = bind_agent_only(dataset, request)
+    dataset: Dataset, spec: HarborTaskSpec, binding: LockedBinding, digester: FileDigester
+) -> TaskLock:
+    """The lock of a Harbor task: what downstream keys read, and no secret. `spec` is the
+    task resolved with its env templates kept."""
+    task_id = spec.name
+    task_dir = dataset.task_dir(task_id)
+    options = {**binding.environment_options}
     if spec.image:
-        binding["environment_options"]["image"] = spec.image
+        options["image"] = spec.image
     agent_timeout = int(spec.agent_timeout_sec) if spec.agent_timeout_sec else 86400
-    body: dict[str, Any] = {
-        "lock_schema": "ageval.lock/1",
-        "dataset": {
-            "dataset_id": dataset.config.dataset_id,
-            "version": "harbor",
-            "tasks_root": ".",
-            "max_concurrent_tasks": 1,
-        },
-        "task_id": task_id,
-        "task": {
-            "format": "harbor",
-            "task_id": task_id,
-            "parameters": {},
-            "agent_profiles": [{"id": role} for role in binding["roles"]],
-            "limits": {
-                "wall_time_seconds": agent_timeout,
-                "environment_seconds": int(spec.build_timeout_sec),
-                "evaluate_seconds": int(spec.verifier.timeout_sec),
-                "agent_concurrency": 1,
-            },
-            "artifacts": {"publishable": []},
-            "evaluation": {"tmpfs_mb": 32, "environments": {}, "collect": []},
-        },
-        "features": {
-            "harbor": True,
-            "run_py": False,
-            "evaluator_py": False,
-            "dockerfile": spec.image is None,
-            "setup_sh": False,
-            "compose": False,
-            "solution": (spec.dir / "solution").is_dir(),
-        },
-        "files": files,
-        "binding": binding,
-        "harbor": {
-            "workdir": spec.workdir,
-            "verifier_disabled": spec.verifier.disabled,
-            "verifier_mode": str(spec.verifier.mode),
-            "healthcheck": spec.healthcheck is not None,
+    return TaskLock.signed(
+        dataset=LockedDataset(
+            dataset_id=dataset.dataset_id,
+            version=dataset.version,
+            tasks_root=".",
+            max_concurrent_tasks=dataset.max_concurrent_tasks,
+        ),
+        task_id=task_id,
+        task=LockedTask(
+            format="harbor",
+            task_id=task_id,
+            agent_profiles=[LockedRoleRef(id=role) for role in binding.roles],
+            limits=Limits(
+                wall_time_seconds=max(1, agent_timeout),
+                environment_seconds=max(1, int(spec.build_timeout_sec)),
+                evaluate_seconds=max(1, int(spec.verifier.timeout_sec)),
+            ),
+        ),
+        features=LockedFeatures(
+            run_py=False,
+            evaluator_py=False,
+            dockerfile=spec.image is None,
+            setup_sh=False,
+            compose=False,
+            solution=(spec.dir / "solution").is_dir(),
+        ),
+        files=task_files(task_dir, spec.dir.as_posix(), digester),
+        binding=binding.model_copy(update={"environment_options": options}),
+        scoring_image=_scoring_image(spec, task_dir),
+        harbor=HarborLock(
+            workdir=spec.workdir,
+            verifier_disabled=spec.verifier.disabled,
+            verifier_mode=str(spec.verifier.mode),
+            healthcheck=spec.healthcheck is not None,
             **_settings(spec),
+        ),
+        overrides={
+            k: v
+            for k, v in (("agent", dataset.binding.agent), ("model", dataset.binding.model))
+            if v
         },
-        "overrides": {k: v for k, v in (("agent", request.agent), ("model", request.model)) if v},
-    }
-    return {**body, "config_digest": digest_json(body)}
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agevalx.errors import AgevalError, ConfigError
+from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 
 # Load-time refusals (raised before any environment starts).
 NOT_A_TASK = "harbor_not_a_task"
@@ -58,18 +58,8 @@ class HarborRunError(AgevalError):
     """A Harbor task failed while running (healthcheck, image build)."""
 
 
-class HarborWarning(BaseModel):
-    """A reported, non-fatal finding: loading and running go on."""
-
-    model_config = ConfigDict(frozen=True)
-
-    code: str
-    """Stable code, e.g. `harbor_field_unapplied`."""
-    message: str
-    file: str | None = None
-    """The file the finding is about (task.toml, the job config), when known."""
-    field: str | None = None
-    """Dotted path of the field, e.g. `agents[0].model_name`."""
+class HarborWarning(AgevalWarning):
+    """A reported, non-fatal finding of the Harbor loader: loading and running go on."""
 
 
 class TaskFailure(BaseModel):

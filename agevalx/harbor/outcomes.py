@@ -1,4 +1,4 @@
-"""What running a verifier, a healthcheck or the oracle produced."""
+"""What running a verifier or a healthcheck produced."""
 
 from __future__ import annotations
 
@@ -68,21 +68,6 @@ class VerifierOutcome(BaseModel):
     @property
     def severity(self) -> Severity:
         return _SEVERITY[self.status]
-
-
-class OracleOutcome(BaseModel):
-    """The result of `run_oracle`: a non-zero exit is a result, not an error."""
-
-    model_config = ConfigDict(frozen=True)
-
-    exit_code: int | None
-    """solve.sh's exit code; `None` when it did not run (see `error`)."""
-    timed_out: bool = False
-    output: str = ""
-    """The end of /logs/agent/oracle.txt (solve.sh's stdout and stderr)."""
-    error: str | None = None
-    """`harbor_solution_missing` when the task has no solution/solve.sh."""
-    duration_sec: float = 0.0
 
 
 class HealthcheckResult(BaseModel):

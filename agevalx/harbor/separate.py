@@ -26,13 +26,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import docker
-
 from agevalx.environments.container import AttemptContainer
-from agevalx.environments.engine import EnvironmentFailure, client, image_exists
-from agevalx.harbor.images import build_task_image
 from agevalx.harbor.outcomes import (
-    VERIFIER_DISABLED,
     VERIFIER_SANDBOX_FAILED,
     VerifierOutcome,
     VerifierStatus,
@@ -41,17 +36,17 @@ from agevalx.harbor.sandbox import (
     SANDBOX_ERRORS,
     VERIFIER_LOGS,
     artifact_entries,
-    collect_artifacts,
     directory_files,
     host_path,
     run_checked,
 )
 from agevalx.harbor.spec import HarborTaskSpec
-from agevalx.harbor.taskdir import CONFIG, DOCKERFILE
-from agevalx.harbor.verifier import run_verifier
+from agevalx.harbor.taskdir import DOCKERFILE
+from agevalx.harbor.verifier import run_verifier, unverifiable
 
-StartContainer = Callable[[HarborTaskSpec, str], tuple[AttemptContainer, str]]
-"""Starts a container of an image for a task (view); returns it and its working directory."""
+StartContainer = Callable[[HarborTaskSpec], tuple[AttemptContainer, str]]
+"""Starts the verifier environment's container for a task view; returns it and its working
+directory."""
 
 
 def verifier_task(spec: HarborTaskSpec) -> HarborTaskSpec:
@@ -84,25 +79,6 @@ def verifier_task(spec: HarborTaskSpec) -> HarborTaskSpec:
             "environment_env": own.environment_env,
         }
     return spec.model_copy(update=update)
-
-
-def verifier_image(view: HarborTaskSpec) -> str:
-    """The verifier environment's image: named (pulled when missing) or built and cached."""
-    if view.image is None:
-        return build_task_image(view)
-    if not image_exists(view.image):
-        try:
-            client().images.pull(view.image)
-        except docker.errors.APIError as exc:
-            raise EnvironmentFailure(
-                "image_unavailable",
-                f"the verifier image {view.image} is not present and cannot be pulled: "
-                f"{exc.explanation}",
-                file=str(view.dir / CONFIG),
-                field="verifier.environment.docker_image",
-                hint="load it with `docker load`, or make a registry reachable",
-            ) from None
-    return view.image
 
 
 def excluded(relative: str, patterns: list[str]) -> bool:
@@ -197,30 +173,27 @@ def _outcome(status: VerifierStatus, code: str, message: str, started: float) ->
 
 def verify_separately(
     spec: HarborTaskSpec,
-    agent_image: str,
-    start: StartContainer,
+    gather: Callable[[Path], None],
+    open_verifier: StartContainer,
     *,
     trial_root: Path | None = None,
 ) -> VerifierOutcome:
-    """Verify the attempt saved as `agent_image` in a fresh verifier environment; never
-    raises for a sandbox failure (FATAL outcome). An image that fails to build raises
-    `harbor_image_build_failed`."""
+    """Verify the attempt in a fresh verifier environment: `gather` puts the attempt's
+    collected artifacts into an empty directory (collected after its run, or now from a
+    container of its final filesystem), `open_verifier` starts the verifier environment's
+    container for the task as the verifier sees it. Never raises for a sandbox failure (FATAL
+    outcome)."""
     started = time.monotonic()
-    if spec.failure is not None:
-        return _outcome(VerifierStatus.ERROR, spec.failure.code, spec.failure.message, started)
-    if spec.verifier.disabled:
-        message = "verification is disabled by the job config"
-        return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
+    early = unverifiable(spec, started)
+    if early is not None:
+        return early
     view = verifier_task(spec)
     try:
         with tempfile.TemporaryDirectory(prefix="ageval-artifacts-") as work:
             collected = Path(work) / "collected"
-            source, _ = start(spec, agent_image)
-            try:
-                collect_artifacts(source, spec, collected)
-            finally:
-                source.remove()
-            container, workdir = start(view, verifier_image(view))
+            collected.mkdir()
+            gather(collected)
+            container, workdir = open_verifier(view)
             try:
                 _prepare(container, view, workdir)
                 restore_artifacts(container, spec, collected, Path(work) / "staged")

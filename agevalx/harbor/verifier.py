@@ -22,7 +22,6 @@ from agevalx.harbor.outcomes import (
     VERIFIER_SANDBOX_FAILED,
     VERIFIER_TIMEOUT,
     HealthcheckResult,
-    OracleOutcome,
     VerifierOutcome,
     VerifierStatus,
 )
@@ -145,6 +144,18 @@ def _timeout(spec: HarborTaskSpec, started: float, output: str | None) -> Verifi
     )
 
 
+def unverifiable(spec: HarborTaskSpec, started: float) -> VerifierOutcome | None:
+    """The outcome of a task that is not verified at all: it failed to resolve (ERROR), or the
+    job config disables verification (DISABLED); None for a task to verify."""
+    if spec.failure is not None:
+        failure = spec.failure
+        return _outcome(VerifierStatus.ERROR, failure.code, failure.message, started)
+    if spec.verifier.disabled:
+        message = "verification is disabled by the job config"
+        return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
+    return None
+
+
 def run_verifier(
     container: AttemptContainer,
     spec: HarborTaskSpec,
@@ -165,12 +176,9 @@ def run_verifier(
     temporary directory when `trial_root` is None).
     """
     started = time.monotonic()
-    if spec.failure is not None:
-        failure = spec.failure
-        return _outcome(VerifierStatus.ERROR, failure.code, failure.message, started)
-    if spec.verifier.disabled:
-        message = "verification is disabled by the job config"
-        return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
+    early = unverifiable(spec, started)
+    if early is not None:
+        return early
     deadline = started + (timeout if timeout is not None else spec.verifier.timeout_sec)
     try:
         if spec.verifier.import_path is not None:
@@ -245,54 +253,4 @@ def _healthcheck_error(code: str, spec: HarborTaskSpec, what: str) -> HarborRunE
         f"the healthcheck of {spec.name} {what}: {command}",
         file=str(spec.dir / "task.toml"),
         field="environment.healthcheck",
-    )
-
-
-def run_oracle(
-    container: AttemptContainer,
-    spec: HarborTaskSpec,
-    timeout: float | None = None,
-    *,
-    workdir: str | None = None,
-) -> OracleOutcome:
-    """Run solution/solve.sh as Harbor's oracle agent: copied to /solution, `chmod +x`,
-    run directly with output to /logs/agent/oracle.txt, as `[agent].user`, with
-    DEBIAN_FRONTEND=noninteractive, the agent env and `[solution].env` on top.
-
-    `timeout` defaults to the spec's agent timeout, truncated to whole seconds as Harbor
-    does. A non-zero exit or a timeout is recorded, not raised; sandbox failures raise
-    `EnvironmentFailure`.
-    """
-    started = time.monotonic()
-    solution = spec.dir / "solution"
-    if not (solution / "solve.sh").is_file():
-        return OracleOutcome(
-            exit_code=None, error="harbor_solution_missing", output=f"no {solution}/solve.sh"
-        )
-    limit = timeout if timeout is not None else spec.agent_timeout_sec
-    dirs = f"{SOLUTION} {AGENT_LOGS}"
-    run_checked(container, f"mkdir -p {dirs} && chmod 777 {AGENT_LOGS}", "creating /solution")
-    container.put_directory(solution, SOLUTION)
-    container.exec(f"chmod +x {SOLVE_SCRIPT}", workdir="/", user=ROOT)
-    environment = {
-        "HOME": home_of(container, spec.agent_user),
-        **spec.environment_env,
-        "DEBIAN_FRONTEND": "noninteractive",
-        **spec.agent_env,
-        **spec.solution_env,
-    }
-    result = run_shell(
-        container,
-        shell_of(container),
-        f"({SOLVE_SCRIPT}) > {ORACLE_LOG} 2>&1",
-        workdir=_workdir(spec, workdir),
-        environment=environment,
-        user=spec.agent_user,
-        timeout=int(limit) if limit else None,
-    )
-    return OracleOutcome(
-        exit_code=result.exit_code,
-        timed_out=result.timed_out,
-        output=tail(read_text(container, ORACLE_LOG)),
-        duration_sec=time.monotonic() - started,
     )

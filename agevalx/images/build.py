@@ -1,9 +1,15 @@
-"""The image node: build a task's environment/Dockerfile (context: environment/), or use the
-image named by `environment_options.image`. An unchanged context is a cache hit: never rebuilt."""
+"""Image nodes: a task's environment image, and the images it is scored in.
+
+The `image` node builds environment/Dockerfile (context: environment/), or uses the image
+named by `environment_options.image`; the `scoring_image` node builds or pulls the image the
+lock's `scoring_image` names (a Harbor task's separate verifier environment). An unchanged
+context is a cache hit: never rebuilt.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -14,20 +20,19 @@ from agevalx.environments.engine import LABEL, EnvironmentFailure, client, image
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
+from agevalx.graph.registry import node_executor
+from agevalx.lockfile.node import task_lock
 
 REPOSITORY = "ageval/env"
+SCORING_REPOSITORY = "ageval/scoring"
 
 
-def image_tag(node_key: str) -> str:
-    return f"{REPOSITORY}:{node_key}"
+def image_tag(node_key: str, repository: str = REPOSITORY) -> str:
+    return f"{repository}:{node_key}"
 
 
-def _lock_of(context: ExecutionContext, node: Node) -> dict[str, Any]:
-    lock: dict[str, Any] = context.plan.node(f"lock:{node.task_id}").payload["lock"]
-    return lock
-
-
-def _use_named(reference: str, platform: str | None) -> str:
+def use_named(reference: str, platform: str | None, *, field: str | None = None) -> str:
+    """The id of `reference`, pulled when this engine lacks it."""
     if not image_exists(reference):
         try:
             client().images.pull(reference, platform=platform)
@@ -35,15 +40,22 @@ def _use_named(reference: str, platform: str | None) -> str:
             raise EnvironmentFailure(
                 "image_unavailable",
                 f"the image {reference} is not present and cannot be pulled: {exc.explanation}",
+                field=field,
                 hint="load it with `docker load`, or make a registry reachable",
             ) from None
     return str(client().images.get(reference).id)
 
 
-def _build(node: Node, context: ExecutionContext, options: dict[str, Any]) -> str:
-    assert node.task_id is not None
-    context_dir = context.plan.dataset.task_dir(node.task_id) / "environment"
-    tag = image_tag(node.key)
+def build(
+    context_dir: Path,
+    tag: str,
+    *,
+    platform: str | None,
+    build_args: dict[str, str],
+    labels: dict[str, str],
+    display: str,
+) -> str:
+    """Build `context_dir`/Dockerfile as `tag` (offline: `pull=False`); the image id."""
     try:
         image, _ = client().images.build(
             path=str(context_dir),
@@ -52,16 +64,16 @@ def _build(node: Node, context: ExecutionContext, options: dict[str, Any]) -> st
             rm=True,
             forcerm=True,
             pull=False,
-            platform=options.get("platform"),
-            buildargs={"PYTHON_VERSION": options.get("python_version", "3.12")},
-            labels={LABEL: "image", f"{LABEL}.task": node.task_id},
+            platform=platform,
+            buildargs=build_args,
+            labels={LABEL: "image", **labels},
         )
     except docker.errors.BuildError as exc:
         tail = "".join(str(item.get("stream", item.get("error", ""))) for item in exc.build_log)
         raise EnvironmentFailure(
             "image_build_failed",
-            f"building environment/Dockerfile failed: {exc.msg}",
-            file=f"{node.task_id}/environment/Dockerfile",
+            f"building {display} failed: {exc.msg}",
+            file=display,
             hint=tail.strip()[-500:] or None,
         ) from None
     except docker.errors.APIError as exc:
@@ -71,18 +83,54 @@ def _build(node: Node, context: ExecutionContext, options: dict[str, Any]) -> st
     return str(image.id)
 
 
-def execute_image(node: Node, context: ExecutionContext) -> NodeResult:
-    options = _lock_of(context, node)["binding"]["environment_options"]
-    if options.get("image"):
-        image_id, reference = (
-            _use_named(options["image"], options.get("platform")),
-            options["image"],
-        )
-    else:
-        image_id, reference = _build(node, context, options), image_tag(node.key)
+def _result(image_id: str, reference: str, context: ExecutionContext) -> NodeResult:
     document = {"image_id": image_id, "reference": reference}
     digest = context.store.put_bytes(json.dumps(document, sort_keys=True).encode())
     return NodeResult(outputs={"image": OutputRef(digest=digest, type="blob")}, meta=document)
+
+
+@node_executor("image")
+def execute_image(node: Node, context: ExecutionContext) -> NodeResult:
+    assert node.task_id is not None
+    options = task_lock(context, node.task_id).binding.environment_options
+    platform = options.get("platform")
+    if options.get("image"):
+        reference = str(options["image"])
+        return _result(use_named(reference, platform), reference, context)
+    tag = image_tag(node.key)
+    image_id = build(
+        context.plan.dataset.task_dir(node.task_id) / "environment",
+        tag,
+        platform=platform,
+        build_args={"PYTHON_VERSION": options.get("python_version", "3.12")},
+        labels={f"{LABEL}.task": node.task_id},
+        display=f"{node.task_id}/environment/Dockerfile",
+    )
+    return _result(image_id, tag, context)
+
+
+@node_executor("scoring_image")
+def execute_scoring_image(node: Node, context: ExecutionContext) -> NodeResult:
+    assert node.task_id is not None
+    lock = task_lock(context, node.task_id)
+    wanted = lock.scoring_image
+    assert wanted is not None  # the rule's `when` plans the node only then
+    platform = lock.binding.environment_options.get("platform")
+    if wanted.image is not None:
+        return _result(
+            use_named(wanted.image, platform, field="scoring_image"), wanted.image, context
+        )
+    assert wanted.context is not None
+    tag = image_tag(node.key, SCORING_REPOSITORY)
+    image_id = build(
+        context.plan.dataset.task_dir(node.task_id) / wanted.context,
+        tag,
+        platform=platform,
+        build_args={},
+        labels={f"{LABEL}.task": node.task_id, f"{LABEL}.scoring": wanted.name},
+        display=f"{node.task_id}/{wanted.context}/Dockerfile",
+    )
+    return _result(image_id, tag, context)
 
 
 def reference_of(store: CacheStore, action: ActionManifest) -> str:
@@ -102,9 +150,12 @@ def image_still_present(action_meta: dict[str, Any]) -> bool:
     return isinstance(reference, str) and image_exists(reference)
 
 
+IMAGE_KINDS = ("image", "scoring_image")
+
+
 def revalidate_images(planned: Plan) -> None:
     """Mark a planned image node a miss where this engine no longer holds its image."""
     for node in planned.nodes():
         stale = node.action is not None and not image_still_present(dict(node.action.meta))
-        if node.kind == "image" and stale:
+        if node.kind in IMAGE_KINDS and stale:
             node.status, node.action = "miss", None

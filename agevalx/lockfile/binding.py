@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from agevalx.agents.implementations import implementation
 from agevalx.config.loading import read_yaml_mapping, validate_model
 from agevalx.config.pins import highest_effort
 from agevalx.config.profiles import (
@@ -19,14 +23,23 @@ from agevalx.config.secrets import (
     looks_like_secret_value,
     reject_literal_secrets,
 )
-from agevalx.dataset.loader import Dataset, TaskSource, check_format
+from agevalx.dataset.loader import TaskSource, check_format
 from agevalx.errors import ConfigError, UsageError
 from agevalx.hashing import digest_file
 from agevalx.lockfile.models import LockedBinding, LockedRole
 
+if TYPE_CHECKING:
+    from agevalx.formats.base import Dataset
+
 PROFILES_FILE = "profiles.yaml"
-BUILTIN_AGENTS = {"oracle": AgentProfile(executor="oracle")}
 DEFAULT_ROLE = "solver"
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"
+"""Where the built-in ACP agents (`--agent pi`) read their model endpoint from, at lock time."""
+API_KEY_REFERENCE = "${OPENAI_API_KEY}"
+"""The built-in ACP agents' key: a reference, resolved only when the agent runs."""
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BUILTIN_MODEL_AGENTS = ("pi",)
+"""Built-in agents that talk to a model (they need --model)."""
 UNLOCKED_OPTIONS = {"cap_add", "main_environment"}
 
 
@@ -164,6 +177,7 @@ def _locked_role(
         options=profile.options.model_dump(exclude={"entry"}),
         extensions=[extension.plugin for extension in profile.extensions],
         overlays=_overlay_digests(profile, loaded, field),
+        implementation=implementation(profile.executor, profile.options.entry),
     )
 
 
@@ -174,12 +188,35 @@ def _roles_for_agent(
     return dict.fromkeys(role_ids, _agent_role(request, loaded))
 
 
+def builtin_agents() -> dict[str, AgentProfile]:
+    """The agents `--agent` knows without a profiles file: `oracle` (the task's solution) and
+    `pi` (pi through pi-acp, from its bundle, against an OpenAI-compatible endpoint:
+    `$OPENAI_BASE_URL`, default the OpenAI API, with the key `$OPENAI_API_KEY`)."""
+    base_url = os.environ.get(BASE_URL_VARIABLE) or DEFAULT_BASE_URL
+    try:
+        pi = AgentProfile.model_validate(
+            {
+                "executor": "acp",
+                "api_key": API_KEY_REFERENCE,
+                "base_url": base_url,
+                "options": {"entry": "pi"},
+            }
+        )
+    except ValidationError:
+        raise UsageError(
+            "invalid_base_url",
+            f"{BASE_URL_VARIABLE} is not an http(s) URL: {base_url!r}",
+            field=BASE_URL_VARIABLE,
+            hint="export OPENAI_BASE_URL=http://host:port/v1 (or unset it for the OpenAI API)",
+        ) from None
+    return {"oracle": AgentProfile(executor="oracle"), "pi": pi}
+
+
 def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> LockedRole:
-    """`--agent`: a built-in agent or a profile of the loaded file, bound to every role."""
+    """`--agent`: a profile of the loaded file, else a built-in agent, bound to every role."""
     assert request.agent is not None
-    known = dict(BUILTIN_AGENTS)
-    if loaded is not None:
-        known.update(loaded.config.agent_profiles)
+    builtin = builtin_agents()
+    known = {**builtin, **(loaded.config.agent_profiles if loaded is not None else {})}
     profile = known.get(request.agent)
     if profile is None:
         raise UsageError(
@@ -187,6 +224,15 @@ def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> Locke
             f"no agent named {request.agent!r}",
             field="--agent",
             hint=f"use one of: {', '.join(sorted(known))}",
+        )
+    needs_model = profile is builtin.get(request.agent) and request.agent in BUILTIN_MODEL_AGENTS
+    if needs_model and request.model is None:
+        raise UsageError(
+            "model_required",
+            f"the built-in agent {request.agent} needs a model",
+            field="--model",
+            hint=f"pass --agent {request.agent} --model MODEL (the endpoint is "
+            f"${BASE_URL_VARIABLE}, the key ${API_KEY_REFERENCE[2:-1]})",
         )
     return _locked_role(request.agent, profile, request, loaded)
 
@@ -230,27 +276,60 @@ def _evaluate_host(config: ProfilesConfig | None) -> dict[str, Any]:
     return {"isolated": config.evaluate_host.isolated, "environment_options": host}
 
 
-def bind_agent_only(dataset: Dataset, request: BindingRequest) -> dict[str, Any]:
-    """The binding of a dataset without profiles of its own (Harbor): one role, `solver`,
-    bound to `--agent` (a profile of `--profiles`, or the built-in oracle)."""
-    if request.agent is None:
+def bind_single_role(dataset: Dataset, request: BindingRequest) -> LockedBinding:
+    """The binding of a task with one implicit role, `solver` (a Harbor task).
+
+    `--agent NAME` binds a profile of the dataset's profiles.yaml or a built-in agent;
+    otherwise the profiles file in use (`--profiles`, else the dataset's profiles.yaml)
+    must define exactly one profile, which is bound.
+    """
+    request.check()
+    loaded = load_profiles(dataset, request)
+    if request.agent is not None:
+        role = _agent_role(request, loaded)
+    else:
+        role = _only_profile(dataset, loaded)
+    config = loaded.config if loaded else None
+    options = config.environment_options if config else EnvironmentOptions()
+    return LockedBinding(
+        source="agent" if request.agent is not None else "profiles",
+        profiles_file=_profiles_name(dataset, loaded),
+        environment="docker",
+        environment_options=options.model_dump(exclude_none=True, exclude=UNLOCKED_OPTIONS),
+        evaluate_host=_evaluate_host(config),
+        roles={DEFAULT_ROLE: role},
+    )
+
+
+def _only_profile(dataset: Dataset, loaded: LoadedProfiles | None) -> LockedRole:
+    if loaded is None:
         raise UsageError(
             "agent_required",
-            "a Harbor dataset has no profiles.yaml: name the agent",
+            "the dataset has no profiles.yaml: name the agent",
             field="--agent",
-            hint="pass --agent oracle, or --agent NAME with --profiles FILE defining NAME",
+            hint="pass --agent oracle, --agent pi --model MODEL, or --profiles FILE with one "
+            f"agent profile (or put that file at {dataset.display}/{PROFILES_FILE})",
         )
-    loaded = load_profiles(dataset, request) if request.profiles else None
-    role = _agent_role(request, loaded)
-    options = loaded.config.environment_options if loaded else EnvironmentOptions()
-    return {
-        "source": "agent",
-        "profiles_file": None,
-        "environment": "docker",
-        "environment_options": options.model_dump(exclude_none=True, exclude=UNLOCKED_OPTIONS),
-        "evaluate_host": _evaluate_host(loaded.config if loaded else None),
-        "roles": {DEFAULT_ROLE: role.model_dump(mode="json")},
-    }
+    names = sorted(loaded.config.agent_profiles)
+    if len(names) != 1:
+        own = loaded.path is not None and loaded.path.parent.resolve() == dataset.root.resolve()
+        how = (
+            "pass --agent NAME to choose one"
+            if own
+            else f"keep one profile in {loaded.display}, or put the file at "
+            f"{dataset.display}/{PROFILES_FILE} and pass --agent NAME"
+        )
+        raise UsageError(
+            "profile_choice_needed",
+            f"{loaded.display} defines {len(names)} agent profiles ({', '.join(names) or 'none'}); "
+            "a task with one role binds exactly one",
+            file=loaded.display,
+            field="agent_profiles",
+            hint=how,
+        )
+    name = names[0]
+    request = BindingRequest()
+    return _locked_role(name, loaded.config.agent_profiles[name], request, loaded)
 
 
 def _profiles_name(dataset: Dataset, loaded: LoadedProfiles | None) -> str | None:

@@ -9,7 +9,9 @@ from agevalx.cache.manifest import OutputRef
 from agevalx.fsutil import atomic_write
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json
+from agevalx.lockfile.models import TaskLock, parse_lock
 
 LOCK_DIR = ".ageval/locks"
 
@@ -18,6 +20,7 @@ def lock_bytes(document: dict[str, Any]) -> bytes:
     return canonical_json(document) + b"\n"
 
 
+@node_executor("lock")
 def execute_lock(node: Node, context: ExecutionContext) -> NodeResult:
     """Store the lock document (resolved while planning) as the node's output blob."""
     document = node.payload["lock"]
@@ -40,3 +43,12 @@ def write_lock_view(dataset_root: Path, node: Node) -> Path:
     if not path.is_file() or path.read_bytes() != data:
         atomic_write(path, data)
     return path
+
+
+def task_lock(context: ExecutionContext, task_id: str) -> TaskLock:
+    """The planned lock of `task_id` as its model (parsed once per plan)."""
+    payload = context.plan.node(f"lock:{task_id}").payload
+    model = payload.get("lock_model")
+    if not isinstance(model, TaskLock):
+        model = payload["lock_model"] = parse_lock(payload["lock"])
+    return model

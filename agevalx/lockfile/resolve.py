@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agevalx.dataset.files import FileDigester, task_files
-from agevalx.dataset.loader import Dataset, TaskSource
+from agevalx.dataset.loader import TaskSource
 from agevalx.errors import ConfigError
-from agevalx.hashing import digest_json
 from agevalx.lockfile.binding import BindingRequest, bind
 from agevalx.lockfile.models import LockedBinding, LockedDataset, LockedFeatures, TaskLock
+
+if TYPE_CHECKING:
+    from agevalx.formats.base import Dataset
 
 PROMPT_FILE = "prompts/task.md"
 UNLOCKED_PARAMETERS = {"main_environment", "cap_add"}
@@ -105,20 +107,17 @@ def resolve_task_lock(
         )
         if value is not None
     }
-    body: dict[str, Any] = {
-        "dataset": LockedDataset(
-            dataset_id=dataset.config.dataset_id,
-            version=dataset.config.version,
-            tasks_root=dataset.config.tasks.root,
-            max_concurrent_tasks=dataset.config.defaults.max_concurrent_tasks,
+    return TaskLock.signed(
+        dataset=LockedDataset(
+            dataset_id=dataset.dataset_id,
+            version=dataset.version,
+            tasks_root=dataset.tasks_root,
+            max_concurrent_tasks=dataset.max_concurrent_tasks,
         ),
-        "task_id": task.task_id,
-        "task": _locked_task(task),
-        "features": features,
-        "files": files,
-        "binding": binding,
-        "overrides": overrides,
-    }
-    unsigned = TaskLock.model_construct(**body, config_digest="")
-    document = unsigned.model_dump(mode="json", exclude={"config_digest"})
-    return TaskLock(**body, config_digest=digest_json(document))
+        task_id=task.task_id,
+        task=_locked_task(task),
+        features=features,
+        files=files,
+        binding=binding,
+        overrides=overrides,
+    )

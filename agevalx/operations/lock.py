@@ -9,18 +9,19 @@ from agevalx.cache.location import default_cache_dir
 from agevalx.cache.store import CacheStore
 from agevalx.graph.execute import execute
 from agevalx.graph.journal import record
-from agevalx.graph.plan import LOCK_KIND, PlanRequest, plan
+from agevalx.graph.plan import LOCK_KIND
 from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile.binding import BindingRequest
-from agevalx.lockfile.models import HarborTaskLock, TaskLock, parse_lock
-from agevalx.lockfile.node import execute_lock, write_lock_view
+from agevalx.lockfile.models import TaskLock, parse_lock
+from agevalx.lockfile.node import write_lock_view
+from agevalx.operations.planning import PlanRequest, plan
 
 
 @dataclass(frozen=True)
 class LockOutcome:
     """One task's lock: the document, where its view was written, and whether it was reused."""
 
-    lock: TaskLock | HarborTaskLock
+    lock: TaskLock
     path: Path
     reused: bool
 
@@ -50,7 +51,7 @@ def lock(
         ),
         store,
     )
-    report = execute(planned, store, {LOCK_KIND: execute_lock})
+    report = execute(planned, store)
     for item in report.nodes:
         if item.error is not None:
             raise item.error

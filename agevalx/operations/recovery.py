@@ -81,8 +81,8 @@ def mark_resume(planned: Plan, attempt: str) -> None:
     node = planned.node(f"run:{task}#{index}")
     directory = attempt_dir(planned.dataset.root, attempt)
     previous = read_attempt(directory)
-    lock = planned.node(f"lock:{task}").payload["lock"]
-    changed = previous is not None and previous.config_digest != lock["config_digest"]
+    digest = planned.lock(task)["config_digest"]
+    changed = previous is not None and previous.config_digest != digest
     if attempt_id(node) != attempt or changed:
         raise UsageError(
             "resume_config_mismatch",

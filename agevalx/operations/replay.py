@@ -26,29 +26,28 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
-from agevalx.environments.container import (
-    ATTEMPT_LABEL,
-    WORKSPACE,
-    AttemptContainer,
-    ContainerSpec,
-    remove_session_containers,
-)
+from agevalx.environments.container import WORKSPACE, remove_session_containers
 from agevalx.environments.engine import remove_image
 from agevalx.errors import AgevalError, UsageError
-from agevalx.evaluation.evaluate import evaluate_in
+from agevalx.evaluation.result import EvaluationResult
+from agevalx.evaluation.session import RunFacts, ScoringSession
+from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.fsutil import atomic_write
 from agevalx.graph.execute import ExecutionContext, NodeResult, execute
 from agevalx.graph.keys import node_key
-from agevalx.graph.lineage import Branch, record_branch, source_run_key
 from agevalx.graph.nodes import Node
-from agevalx.graph.plan import Plan, PlanRequest, plan
+from agevalx.graph.plan import Plan
+from agevalx.graph.registry import node_executor
 from agevalx.graph.rules import load_rules
 from agevalx.hashing import digest_bytes, digest_json
-from agevalx.images.build import execute_image, image_reference, revalidate_images
-from agevalx.lockfile.node import execute_lock
+from agevalx.images.build import image_reference, reference_of, revalidate_images
+from agevalx.lockfile.binding import BindingRequest
+from agevalx.lockfile.node import task_lock
+from agevalx.operations.lineage import Branch, record_branch, source_run_key
+from agevalx.operations.planning import PlanRequest, plan
 from agevalx.results.paths import attempt_dir
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
-from agevalx.runner.stage import start_environment
+from agevalx.runner.stage import Workplace, start_environment
 
 KIND = "replay"
 REPLAY_FILE = "replay.json"
@@ -215,12 +214,18 @@ def replay_node(planned: Plan, source: ReplaySource, evaluate: bool, store: Cach
         "evaluate": evaluate,
     }
     inputs = planned.key_inputs(rule, source.task, given)
+    scoring = f"scoring_image:{source.task}"
     available = {
         "image": [planned.node(f"image:{source.task}").key],
+        "scoring_image": [planned.node(scoring).key] if scoring in planned.graph else [],
         "run": [source.run_key] if source.run_key else [],
         "checkpoint": [str(source.checkpoint.detail["key"])] if source.checkpoint else [],
     }
-    parents = {kind: available[kind] for kind in rule.parents}
+    parents = {
+        kind: available[kind]
+        for kind in rule.parents
+        if available[kind] or load_rules()[kind].when is None
+    }
     key = node_key(rule, inputs, parents)
     action = store.get_action(KIND, key)
     return Node(
@@ -244,23 +249,25 @@ def _report_bytes(report: ReplayReport) -> bytes:
     return report.model_dump_json(indent=2).encode() + b"\n"
 
 
+@node_executor(KIND)
 def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
     """Replay the source's commands in a new environment; store the report and activity."""
     source: ReplaySource = node.payload["source"]
-    lock: dict[str, Any] = context.plan.node(f"lock:{source.task}").payload["lock"]
+    runtime = dataset_of(context.plan).runtime(task_lock(context, source.task))
     identity = replay_id(node)
     directory = attempt_dir(context.plan.dataset.root, identity)
     shutil.rmtree(directory, ignore_errors=True)
     started = time.monotonic()
+    scoring = context.results.get(f"scoring_image:{source.task}")
     report = _run(
-        context.plan,
+        runtime,
         node,
-        lock,
         image_reference(context, node),
         source.commands,
         directory,
         node.payload["evaluate"],
-        context.store.root,
+        context.store,
+        {"verifier": reference_of(context.store, scoring)} if scoring else {},
     )
     checkpoint = source.checkpoint
     report = report.model_copy(
@@ -308,26 +315,53 @@ def write_view(dataset_root: Path, store: CacheStore, action: ActionManifest) ->
     return report
 
 
+def source_binding(dataset: Path, attempt: str, store: CacheStore) -> BindingRequest:
+    """How the source attempt bound its agents (`--agent`, `--model`), read from its lock in
+    the cache: a replay is planned with the same binding, so it starts the same environment."""
+    try:
+        document = json.loads((attempt_dir(dataset, attempt) / "result.json").read_bytes())
+        key = next(n["key"] for n in document["nodes"] if n.get("kind") == "lock")
+        action = store.get_action("lock", str(key))
+        lock = json.loads(store.get_bytes(action.outputs["lock"].digest)) if action else {}
+    except (OSError, ValueError, KeyError, StopIteration, TypeError, AgevalError):
+        return BindingRequest()
+    overrides = lock.get("overrides") or {}
+    return BindingRequest(agent=overrides.get("agent"), model=overrides.get("model"))
+
+
 def replay(
-    dataset: Path, attempt: str, store: CacheStore, *, evaluate: bool, fresh: bool = False
+    dataset: Path,
+    attempt: str,
+    store: CacheStore,
+    *,
+    evaluate: bool,
+    fresh: bool = False,
+    binding: BindingRequest | None = None,
 ) -> ReplayOutcome:
     """Replay `attempt` of `dataset` (or reuse the cached replay); see the module docstring.
 
-    `fresh` re-executes it even when the cache holds it, replacing the cached entry.
+    `fresh` re-executes it even when the cache holds it, replacing the cached entry. The
+    agents are bound as `binding` says, else as the source attempt's lock recorded.
     """
     source = read_source(dataset, attempt)
-    planned = plan(
-        PlanRequest(dataset=dataset, tasks=(source.task,), kinds=frozenset({"image"})), store
+    kinds = frozenset({"image", "scoring_image"})
+    request = PlanRequest(
+        dataset=dataset,
+        tasks=(source.task,),
+        kinds=kinds,
+        binding=binding or source_binding(dataset, attempt, store),
     )
+    planned = plan(request, store)
     revalidate_images(planned)
     node = replay_node(planned, source, evaluate, store)
     if fresh:
         node.status, node.action = "miss", None
     planned.graph.add_node(node.id, node=node)
-    planned.graph.add_edge(f"image:{source.task}", node.id)
-    executors = {"lock": execute_lock, "image": execute_image, KIND: execute_replay}
+    for parent in ("image", "scoring_image"):
+        if f"{parent}:{source.task}" in planned.graph:
+            planned.graph.add_edge(f"{parent}:{source.task}", node.id)
     try:
-        report = execute(planned, store, executors, on_interrupt=remove_session_containers)
+        report = execute(planned, store, on_interrupt=remove_session_containers)
     finally:
         remove_session_containers()
     failed = next((item for item in report.nodes if item.error is not None), None)
@@ -361,34 +395,22 @@ def _digest(output: str | None) -> str | None:
 
 
 def _run(
-    planned: Plan,
+    runtime: TaskRuntime,
     replay: Node,
-    lock: dict[str, Any],
     image: str,
     commands: list[RecordedCommand],
     directory: Path,
     evaluate: bool,
-    cache_dir: Path,
+    store: CacheStore,
+    scoring_images: dict[str, str],
 ) -> ReplayReport:
-    task = str(replay.task_id)
-    # The environment is started as attempt 0 of a run (names and labels of its containers).
-    node = Node(
-        id=replay.id,
-        kind="run",
-        key=replay.key,
-        inputs={},
-        parents={},
-        status="miss",
-        task_id=task,
-        attempt=0,
-    )
-    task_dir = planned.dataset.task_dir(task)
-    environment = start_environment(node, lock, task_dir, image, planned.profiles_path, cache_dir)
+    identity = replay_id(replay)
+    place = start_environment(runtime, f"{replay.task_id}-replay", identity, image, store.root)
     journal = ActivityJournal(directory / ACTIVITY_FILE)
     found: list[Divergence] = []
     try:
         for step, recorded in enumerate(commands):
-            result = environment.container.exec(recorded.command, workdir=recorded.cwd)
+            result = place.container.exec(recorded.command, workdir=recorded.cwd)
             journal.append(
                 "exec",
                 command=recorded.command,
@@ -400,10 +422,11 @@ def _run(
             divergence = _compare(step, recorded, result.exit_code, result.output)
             if divergence is not None:
                 found.append(divergence)
-        container = environment.container
-        evaluation = _evaluate(container, lock, task_dir, directory) if evaluate else None
+        evaluation = None
+        if evaluate:
+            evaluation = _evaluate(runtime, place, identity, scoring_images, directory)
     finally:
-        environment.close()
+        place.environment.close()
     return ReplayReport(
         source_attempt="",
         replay_id="",
@@ -436,23 +459,30 @@ def _compare(
 
 
 def _evaluate(
-    container: AttemptContainer, lock: dict[str, Any], task_dir: Path, directory: Path
+    runtime: TaskRuntime,
+    place: Workplace,
+    identity: str,
+    scoring_images: dict[str, str],
+    directory: Path,
 ) -> dict[str, Any]:
-    """Score the replayed outputs in a fresh scoring container made from the replay's state."""
-    image = container.commit("ageval/replay", directory.name)
-    scoring = AttemptContainer.start(
-        ContainerSpec(
-            image=image,
-            name_hint=f"replay-eval-{directory.name}",
-            tmpfs_mb=lock["task"]["evaluation"]["tmpfs_mb"],
-            labels=((ATTEMPT_LABEL, directory.name),),
-        )
+    """Score the replayed outputs with the task's verifier, in containers of the replay's
+    final state (committed for it, removed after)."""
+    image = place.container.commit("ageval/replay", identity)
+    session = ScoringSession(
+        lock=runtime.lock,
+        task_dir=runtime.task_dir,
+        attempt_id=identity,
+        run=RunFacts(workdir=place.workdir),
+        attempt_image=image,
+        scoring_images=scoring_images,
+        trials_dir=directory / "trials",
     )
     try:
-        document = evaluate_in(scoring, task_dir, lock, {})
+        result = runtime.verifier().verify(session)
     except AgevalError as exc:
-        document = {"status": "ERROR", "error": exc.to_dict()}
+        result = EvaluationResult.failed(exc.code, exc.message)
     finally:
-        scoring.remove()
+        session.close()
         remove_image(image)
+    document = result.model_dump(mode="json")
     return {key: document.get(key) for key in ("status", "score", "details", "error")}

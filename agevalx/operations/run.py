@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -10,39 +11,32 @@ from pathlib import Path
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_session_containers
-from agevalx.errors import AgevalError, UsageError
-from agevalx.evaluation.evaluate import execute_evaluate
+from agevalx.errors import AgevalError, AgevalWarning, UsageError
+from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write
-from agevalx.graph.execute import ExecutionReport, Executor, NodeReport, execute
+from agevalx.graph.execute import ExecutionReport, NodeReport, execute
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
-from agevalx.graph.plan import Plan, PlanRequest, plan
-from agevalx.harbor.dataset import harbor_warnings
-from agevalx.harbor.errors import HarborWarning
+from agevalx.graph.plan import Plan
 from agevalx.harbor.options import HarborOptions
 from agevalx.hashing import digest_json
-from agevalx.images.build import execute_image, revalidate_images
+from agevalx.images.build import revalidate_images
 from agevalx.lockfile import BindingRequest
-from agevalx.lockfile.node import execute_lock, write_lock_view
+from agevalx.lockfile.node import write_lock_view
+from agevalx.operations.lineage import fork_branch, record_branch
+from agevalx.operations.planning import PlanRequest, open_for, plan
 from agevalx.operations.recovery import (
     check_resumable,
     fork_origin,
     mark_resume,
     write_checkpoint_index,
 )
-from agevalx.results.build import attempt_result, attempts_of, execute_summary, job_summary
+from agevalx.results.build import attempt_result, attempts_of, job_summary
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
-from agevalx.runner.stage import execute_run
 
 SAMPLE_FILE = ".ageval/sample"
-EXECUTORS: dict[str, Executor] = {
-    "lock": execute_lock,
-    "image": execute_image,
-    "run": execute_run,
-    "evaluate": execute_evaluate,
-    "summary": execute_summary,
-}
+ARTIFACTS_DIR = "artifacts"
 
 
 @dataclass(frozen=True)
@@ -83,9 +77,9 @@ class RunOutcome:
         return all(result.status != "ERROR" for result in self.results)
 
     @property
-    def warnings(self) -> list[HarborWarning]:
-        """What the Harbor loader reported (declared job-config fields it did not apply)."""
-        return harbor_warnings(self.plan.dataset)
+    def warnings(self) -> list[AgevalWarning]:
+        """What loading reported (a Harbor job config's declared fields it did not apply)."""
+        return dataset_of(self.plan).warnings()
 
 
 def _sample(dataset: Path, fresh: bool) -> int:
@@ -110,7 +104,17 @@ def _write_attempt_views(
         for output, name in (("activity", "activity.jsonl"), ("transcript", "transcript.jsonl")):
             if output in run.outputs:
                 atomic_write(directory / name, store.get_bytes(run.outputs[output].digest))
+        _write_artifacts(store, run, directory / ARTIFACTS_DIR)
     atomic_write(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
+
+
+def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> None:
+    """`artifacts/`: what the task's format collected after the run stage (left out when it
+    collected nothing)."""
+    output = run.outputs.get("artifacts")
+    shutil.rmtree(target, ignore_errors=True)
+    if output is not None and store.get_tree(output.digest).entries:
+        store.restore_tree(output.digest, target)
 
 
 def run(
@@ -141,10 +145,10 @@ def run(
         harbor=request.harbor,
     )
     callbacks = _Callbacks(on_progress, on_start, on_plan)
-    strategy = request.harbor.effective_strategy if request.harbor else "avg"
-    if strategy == "pass" and request.k > 1 and attempts is None and origin is None:
-        return _run_until_passed(plan_request, request, store, callbacks)
-    planned = plan(plan_request, store)
+    dataset = open_for(plan_request)
+    if dataset.attempt_strategy() == "pass" and request.k > 1 and not (attempts or origin):
+        return _run_until_passed(plan_request, request, store, callbacks, dataset)
+    planned = plan(plan_request, store, dataset)
     if origin is not None:
         for node in planned.nodes():
             if node.kind == "run":
@@ -168,12 +172,11 @@ def _execute(
     revalidate_images(planned)
     if callbacks.on_plan is not None:
         callbacks.on_plan(planned)
-    workers = request.workers or planned.dataset.config.defaults.max_concurrent_tasks
+    workers = request.workers or dataset_of(planned).max_concurrent_tasks
     try:
         return execute(
             planned,
             store,
-            EXECUTORS,
             workers=workers,
             on_progress=callbacks.on_progress,
             on_interrupt=remove_session_containers,
@@ -184,7 +187,11 @@ def _execute(
 
 
 def _run_until_passed(
-    plan_request: PlanRequest, request: RunRequest, store: CacheStore, callbacks: _Callbacks
+    plan_request: PlanRequest,
+    request: RunRequest,
+    store: CacheStore,
+    callbacks: _Callbacks,
+    dataset: Dataset,
 ) -> RunOutcome:
     """The `pass` strategy: attempt i of a task runs only when attempts 0..i-1 all failed.
 
@@ -197,7 +204,7 @@ def _run_until_passed(
     results: list[AttemptResult] = []
     pending = plan_request.tasks
     for attempt in range(request.k):
-        planned = plan(replace(plan_request, tasks=pending, attempts=(attempt,)), store)
+        planned = plan(replace(plan_request, tasks=pending, attempts=(attempt,)), store, dataset)
         first = first or planned
         report = _execute(planned, request, store, callbacks)
         for item in report.nodes:  # lock and image are planned in every round: count once
@@ -231,8 +238,13 @@ def _write_views(
         if item.outcome in ("reused", "computed"):
             # A fork's nodes share their source's identities: they are recorded as a branch,
             # and the journal and lock views keep the source's, for `graph explain`.
-            record(root, item.node, journal=not forked)
-            if item.node.kind == "lock" and not forked:
+            branch = fork_branch(root, item.node)
+            if branch is not None:
+                record_branch(root, branch)
+            if forked:
+                continue
+            record(root, item.node)
+            if item.node.kind == "lock":
                 write_lock_view(root, item.node)
     results = []
     for task_id, attempt in attempts_of(planned):

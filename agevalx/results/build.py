@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
+from agevalx.evaluation.result import read_result
+from agevalx.formats.base import dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
-from agevalx.harbor.dataset import harbor_options
-from agevalx.harbor.summary import harbor_summary
+from agevalx.graph.registry import node_executor
+from agevalx.lockfile.models import parse_lock
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import (
     AttemptResult,
     ErrorInfo,
-    HarborSummary,
     JobSummary,
     NodeRef,
     TaskMetrics,
 )
 from agevalx.results.paths import attempt_id
+from agevalx.runner.output import RunOutput
 
 ENVIRONMENT_CODES = frozenset(
     {
@@ -55,11 +56,6 @@ def attempt_nodes(plan: Plan, task_id: str, attempt: int) -> list[Node]:
     return [plan.node(name) for name in names]
 
 
-def _evaluation(store: CacheStore, action: ActionManifest) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(store.get_bytes(action.outputs["result"].digest))
-    return document
-
-
 def attempt_result(
     plan: Plan,
     store: CacheStore,
@@ -71,19 +67,17 @@ def attempt_result(
 ) -> AttemptResult:
     """The result of one attempt from its nodes' cached outputs or failures."""
     nodes = attempt_nodes(plan, task_id, attempt)
-    lock = nodes[0].payload["lock"]
+    lock = parse_lock(nodes[0].payload["lock"])
     run, evaluate = actions.get(nodes[2].id), actions.get(nodes[3].id)
+    roles = lock.binding.roles
     fields: dict[str, Any] = {
         "attempt_id": attempt_id(nodes[2]),
-        "dataset_id": lock["dataset"]["dataset_id"],
+        "dataset_id": lock.dataset.dataset_id,
         "task_id": task_id,
         "attempt": attempt,
-        "config_digest": lock["config_digest"],
-        "agents": {role: bound["label"] for role, bound in lock["binding"]["roles"].items()},
-        "models": {
-            role: (bound.get("model") or {}).get("id")
-            for role, bound in lock["binding"]["roles"].items()
-        },
+        "config_digest": lock.config_digest,
+        "agents": {role: bound.label for role, bound in roles.items()},
+        "models": {role: (bound.model or {}).get("id") for role, bound in roles.items()},
         "nodes": [
             NodeRef(id=n.id, kind=n.kind, key=n.key, outcome=outcomes.get(n.id, "blocked"))
             for n in nodes
@@ -91,29 +85,28 @@ def attempt_result(
     }
     seconds: dict[str, float] = {}
     if run is not None:
-        fields["limit"] = run.meta.get("limit")
-        fields["forked_from"] = run.meta.get("forked_from")
-        fields["invocations"] = run.meta.get("invocations")
-        seconds.update(run.meta.get("seconds") or {})  # type: ignore[arg-type]
+        output = RunOutput.of(run)
+        fields["limit"] = output.limit
+        fields["forked_from"] = output.forked_from
+        fields["invocations"] = output.invocations
+        seconds.update(output.seconds)
     if evaluate is not None:
-        document = _evaluation(store, evaluate)
-        seconds["evaluate"] = document.get("seconds", 0.0)
-        fields["evaluator_output"] = document.get("evaluator_output")
-        if document["status"] in ("PASS", "FAIL", "DONE"):
+        evaluation = read_result(store, evaluate)
+        seconds["evaluate"] = evaluation.seconds
+        fields["evaluator_output"] = evaluation.evaluator_output
+        if evaluation.status != "ERROR":
             fields.update(
-                status=document["status"],
-                score=document.get("score"),
-                details=document.get("details") or {},
+                status=evaluation.status, score=evaluation.score, details=evaluation.details
             )
         else:
-            problem = document.get("error") or {}
+            problem = evaluation.error
             fields.update(
                 status="ERROR",
                 error=ErrorInfo(
                     code="evaluator_error",
                     stage="evaluate",
-                    message=f"{problem.get('type', 'Error')}: {problem.get('message', '')}",
-                    hint=(problem.get("traceback") or "")[-1500:] or None,
+                    message=f"{problem.type}: {problem.message}" if problem else "Error",
+                    hint=((problem.traceback if problem else None) or "")[-1500:] or None,
                 ),
             )
     else:
@@ -146,26 +139,25 @@ def attempt_index(result: AttemptResult) -> dict[str, Any]:
 
 
 def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: str) -> JobSummary:
-    harbor = _harbor(plan, results)
+    dataset = dataset_of(plan)
+    stops_at_pass = dataset.attempt_strategy() == "pass"
     tasks = {}
     for task_id in plan.task_ids:
         mine = [result for result in results if result.task_id == task_id]
         metrics = task_metrics(
             [r.status for r in mine], [r.score for r in mine], [r.limit for r in mine], k
         )
-        if harbor is not None and harbor.strategy == "pass":
-            metrics = _stopped_at_first_pass(metrics, k)
-        tasks[task_id] = metrics
-    slug = plan.dataset.config.dataset_id.replace("/", "-")
+        tasks[task_id] = _stopped_at_first_pass(metrics, k) if stops_at_pass else metrics
+    slug = dataset.dataset_id.replace("/", "-")
     return JobSummary(
         job_id=f"{slug}-{summary_key[:12]}",
-        dataset_id=plan.dataset.config.dataset_id,
+        dataset_id=dataset.dataset_id,
         k=k,
         tasks=tasks,
         overall=overall_metrics(list(tasks.values())),
         attempts=[attempt_index(result) for result in results],
         summary_key=summary_key,
-        harbor=harbor,
+        **dataset.summary_sections(plan.task_ids, results),
     )
 
 
@@ -179,15 +171,6 @@ def _stopped_at_first_pass(metrics: TaskMetrics, k: int) -> TaskMetrics:
     )
 
 
-def _harbor(plan: Plan, results: list[AttemptResult]) -> HarborSummary | None:
-    if plan.dataset.kind != "harbor":
-        return None
-    options = harbor_options(plan.dataset)
-    return harbor_summary(
-        plan.task_ids, results, options.primary_metric, options.effective_strategy
-    )
-
-
 def attempts_of(plan: Plan) -> list[tuple[str, int]]:
     """(task, attempt) pairs of a plan, in task order."""
     return [
@@ -197,6 +180,7 @@ def attempts_of(plan: Plan) -> list[tuple[str, int]]:
     ]
 
 
+@node_executor("summary")
 def execute_summary(node: Node, context: ExecutionContext) -> NodeResult:
     """The summary node: metrics over every attempt of the job, stored as summary.json."""
     plan = context.plan

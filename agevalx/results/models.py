@@ -108,54 +108,14 @@ class TaskMetrics(ResultModel):
     """How many attempts hit each quota."""
 
 
-class HarborTaskMetrics(ResultModel):
-    """A Harbor task's metrics over its attempts (ERROR attempts have no score: left out)."""
-
-    attempts: int
-    """Attempts with a score."""
-    avg_score: float | None
-    """avg@k of `score` (Harbor's primary reward)."""
-    avg_passed: float | None
-    """avg@k of `passed` (attempts whose reward is a single 0/1 value)."""
-    pass_at_k: bool | None
-    """Any attempt passed; `None` when no attempt has a pass result."""
-    primary: float | None
-    """The task's value of the primary metric under the strategy."""
-
-
-class HarborSummary(ResultModel):
-    """A Harbor job's metrics as `harbor run` users read them (seed 003)."""
-
-    primary_metric: Literal["score", "passed"]
-    """`score` (Harbor's primary reward) or `passed` (a single 0/1 reward)."""
-    strategy: Literal["avg", "pass"]
-    """`avg` (every attempt runs) or `pass` (a task stops at its first passed attempt)."""
-    metric_name: Literal["score", "correct"]
-    """What the primary metric is reported as."""
-    primary: float | None
-    """Mean over tasks of each task's primary value (tasks without one are left out)."""
-    avg_score: float | None
-    """Mean over tasks of avg@k of `score`."""
-    avg_passed: float | None
-    """Mean over tasks of avg@k of `passed`."""
-    pass_at_k: float | None
-    """Fraction of tasks (with a pass result) where some attempt passed."""
-    tasks: dict[str, HarborTaskMetrics]
-    """Per task."""
-    invalid_rewards: int
-    """Attempts whose verifier left no valid reward (scored 0, not passed, with a warning)."""
-    harbor_pass_at_k: dict[str, float]
-    """Harbor's own job-level pass@k for comparison: empty when one reward is not a single
-    0/1 value (Harbor then drops it for the whole job)."""
-    void_tasks: list[str] = Field(default_factory=list)
-    """Tasks an attempt of which could not be verified because the sandbox failed (after
-    retries): they are invalid, and the job has no official score."""
-    official: bool = True
-    """False when `void_tasks` is not empty: compare no number of this job."""
-
-
 class JobSummary(ResultModel):
-    """`summary.json` of a job (k > 1 or several tasks)."""
+    """`summary.json` of a job (k > 1 or several tasks).
+
+    Besides these fields, a task format may add one section of its own metrics under its
+    name: a Harbor job's `harbor` (primary metric, strategy, per-task pass@k; docs/harbor.md).
+    """
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
 
     format: Literal["ageval.summary/1"] = "ageval.summary/1"
     """Format version."""
@@ -173,5 +133,3 @@ class JobSummary(ResultModel):
     """Index of attempts: task, attempt, status, score, attempt_id, result path."""
     summary_key: str
     """Key of the summary node (content-addressed: same key, same numbers)."""
-    harbor: HarborSummary | None = None
-    """A Harbor dataset's metrics (primary metric, strategy, per-task pass@k)."""

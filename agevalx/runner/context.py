@@ -58,11 +58,14 @@ class RunContext:
         quotas: Quotas,
         invoker: Invoker,
         replayer: Replayer | None = None,
+        workdir: str = WORKSPACE,
     ) -> None:
         self.params = params
         """task.yaml's `parameters`."""
         self.roles = roles
         """The task's role ids."""
+        self.workdir = workdir
+        """The agent's working directory (`/attempt/workspace`; a Harbor task's workdir)."""
         self._task_dir = task_dir
         self._container = container
         self._journal = journal
@@ -112,36 +115,45 @@ class RunContext:
             return self._invoker(role, prompt, index)
 
     def exec(self, command: str, timeout: float | None = None) -> ExecResult:
-        """Run a shell command in /attempt/workspace; recorded as a terminal action."""
+        """Run a shell command in the working directory; recorded as a terminal action."""
         self._guard()
         recorded = self._replayer.next("exec", command=command)
         if recorded is not None:
             return ExecResult(exit_code=recorded.exit_code or 0, output=recorded.output or "")
         budget = self._quotas.remaining()
-        result = self._container.exec(command, timeout=min(timeout or budget, budget))
+        result = self._container.exec(
+            command, timeout=min(timeout or budget, budget), workdir=self.workdir
+        )
         self._journal.append(
-            "exec", command=command, cwd=WORKSPACE, exit_code=result.exit_code, output=result.output
+            "exec",
+            command=command,
+            cwd=self.workdir,
+            exit_code=result.exit_code,
+            output=result.output,
         )
         return result
 
-    def write_file(self, path: str, content: str) -> None:
-        """Write a text file under /attempt/workspace."""
-        self._guard()
+    def _inside(self, path: str) -> str:
         relative = PurePosixPath(path)
         if relative.is_absolute() or ".." in relative.parts:
             raise AgevalError("invalid_path", f"{path!r} must stay inside the workspace")
-        if self._replayer.next("file_write", path=f"{WORKSPACE}/{relative.as_posix()}"):
+        return relative.as_posix()
+
+    def write_file(self, path: str, content: str) -> None:
+        """Write a text file under the working directory."""
+        self._guard()
+        relative = self._inside(path)
+        target = f"{self.workdir.rstrip('/')}/{relative}"
+        if self._replayer.next("file_write", path=target):
             return
-        self._container.put_files(WORKSPACE, {relative.as_posix(): (content.encode(), 0o644)})
-        self._journal.append("file_write", path=f"{WORKSPACE}/{relative.as_posix()}")
+        self._container.put_files(self.workdir, {relative: (content.encode(), 0o644)})
+        self._journal.append("file_write", path=target)
 
     def read_file(self, path: str) -> str:
-        """Read a text file under /attempt/workspace."""
+        """Read a text file under the working directory."""
         self._guard()
-        relative = PurePosixPath(path)
-        if relative.is_absolute() or ".." in relative.parts:
-            raise AgevalError("invalid_path", f"{path!r} must stay inside the workspace")
-        data = self._container.read_file(f"{WORKSPACE}/{relative.as_posix()}")
+        relative = self._inside(path)
+        data = self._container.read_file(f"{self.workdir.rstrip('/')}/{relative}")
         if data is None:
             raise FileNotFoundError(path)
         return data.decode("utf-8", errors="replace")

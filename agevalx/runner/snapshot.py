@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,16 @@ from agevalx.hashing import digest_json
 
 
 @dataclass(frozen=True)
+class SnapshotRoots:
+    """The container directories a checkpoint snapshots (and a restore replaces)."""
+
+    workspace: str = WORKSPACE
+    """Where the agent works: its changes are the attempt's outputs."""
+    home: str = HOME
+    """The agent's HOME (its own state: sessions, configuration, turn counters)."""
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Tree digests of the two attempt directories."""
 
@@ -23,11 +35,13 @@ class Snapshot:
     size: int
 
 
-def snapshot(container: AttemptContainer, store: CacheStore) -> Snapshot:
+def snapshot(
+    container: AttemptContainer, store: CacheStore, roots: SnapshotRoots = SnapshotRoots()
+) -> Snapshot:
     with tempfile.TemporaryDirectory(prefix="ageval-snapshot-") as scratch:
         workspace, home = Path(scratch) / "workspace", Path(scratch) / "home"
-        container.get_directory(WORKSPACE, workspace)
-        container.get_directory(HOME, home)
+        container.get_directory(roots.workspace, workspace)
+        container.get_directory(roots.home, home)
         stored_workspace = store.put_tree(workspace)
         stored_home = store.put_tree(home)
     return Snapshot(
@@ -37,13 +51,20 @@ def snapshot(container: AttemptContainer, store: CacheStore) -> Snapshot:
     )
 
 
-def restore(container: AttemptContainer, store: CacheStore, workspace: str, home: str) -> None:
-    """Replace /attempt/workspace and /attempt/home with cached snapshots."""
+def restore(
+    container: AttemptContainer,
+    store: CacheStore,
+    workspace: str,
+    home: str,
+    roots: SnapshotRoots = SnapshotRoots(),
+) -> None:
+    """Replace the workspace and home directories with cached snapshots."""
     with tempfile.TemporaryDirectory(prefix="ageval-restore-") as scratch:
-        for digest, path in ((workspace, WORKSPACE), (home, HOME)):
-            local = Path(scratch) / path.rsplit("/", 1)[-1]
+        for index, (digest, path) in enumerate(((workspace, roots.workspace), (home, roots.home))):
+            local = Path(scratch) / str(index) / posixpath.basename(path.rstrip("/"))
             store.restore_tree(digest, local)
-            container.root_exec(f"rm -rf {path} && mkdir -p /attempt")
+            quoted, parent = shlex.quote(path), shlex.quote(posixpath.dirname(path) or "/")
+            container.root_exec(f"rm -rf {quoted} && mkdir -p {parent}")
             container.put_directory(local, path)
 
 

@@ -1,12 +1,17 @@
-"""The run node's executor: environment stage, then run stage, then the final snapshot."""
+"""The run node's executor: environment stage, then run stage, then the final snapshot.
+
+One runner for every task format. The task's `TaskRuntime` (its format's hooks) says how the
+container is set up and prepared, where the agent works, what run.py or the default run is,
+and how the oracle runs; everything else here (the journal, checkpoints, resume, fork,
+quotas, the committed image) is the same for all.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import os
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import traceback
@@ -23,25 +28,32 @@ from agevalx.agents.base import (
     WallTimeExceeded,
 )
 from agevalx.agents.bundles import container_mounts
+from agevalx.agents.oracle import OracleLayout
 from agevalx.cache.manifest import OutputRef
-from agevalx.config.loading import read_yaml_mapping
+from agevalx.cache.store import CacheStore
 from agevalx.config.secrets import resolve_reference
 from agevalx.environments.attempt import AttemptEnvironment
-from agevalx.environments.compose import compose_file
 from agevalx.environments.container import (
     ATTEMPT_LABEL,
+    HOME,
+    PRIVATE,
     AttemptContainer,
     ContainerSpec,
     find_container,
 )
 from agevalx.errors import AgevalError
+from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json
 from agevalx.images.build import image_reference
+from agevalx.lockfile.models import TaskLock
+from agevalx.lockfile.node import task_lock
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
 from agevalx.runner.context import QuotaExhausted, Quotas, RunContext
+from agevalx.runner.output import RunOutput
 from agevalx.runner.recovery import (
     AttemptRecord,
     Replayer,
@@ -51,7 +63,7 @@ from agevalx.runner.recovery import (
     set_aside,
     write_attempt,
 )
-from agevalx.runner.snapshot import restore, snapshot, store_checkpoint
+from agevalx.runner.snapshot import SnapshotRoots, restore, snapshot, store_checkpoint
 
 COMMITTED_REPOSITORY = "ageval/run"
 
@@ -88,56 +100,52 @@ class StageClock:
         self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.monotonic() - started, 3)
 
 
-def _container_spec(node: Node, lock: dict[str, Any], image: str) -> ContainerSpec:
-    options = lock["binding"]["environment_options"]
-    parameters = lock["task"]["parameters"]
-    return ContainerSpec(
-        image=image,
-        name_hint=f"{node.task_id}-{node.attempt}",
-        network=options.get("network"),
-        network_mode=parameters.get("network_mode") or options.get("network_mode"),
-        user=options.get("user"),
-        cpus=parameters.get("cpus"),
-        memory_mb=parameters.get("memory_mb"),
-        gpus=parameters.get("gpus"),
-        platform=options.get("platform"),
-        labels=((ATTEMPT_LABEL, attempt_id(node)),),
-    )
+def profiles(lock: TaskLock) -> dict[str, dict[str, Any]]:
+    """The roles' locked profiles as the agent executors read them."""
+    return {role: bound.model_dump(mode="json") for role, bound in lock.binding.roles.items()}
 
 
-def _unlocked_settings(
-    task_dir: Path, profiles: Path | None
-) -> tuple[tuple[str, ...], dict[str, str]]:
-    """cap_add and main_environment: read at run time, never locked (they may hold secrets)."""
-    document = read_yaml_mapping(task_dir / "task.yaml", display="task.yaml")
-    parameters = document.get("parameters") or {}
-    cap_add = tuple(parameters.get("cap_add") or ())
-    environment = dict(parameters.get("main_environment") or {})
-    if profiles is not None and profiles.is_file():
-        options = read_yaml_mapping(profiles, display="profiles.yaml").get("environment_options")
-        if isinstance(options, dict):
-            cap_add += tuple(options.get("cap_add") or ())
-            environment = {**dict(options.get("main_environment") or {}), **environment}
-    return cap_add, {str(k): str(v) for k, v in environment.items()}
+@dataclass(frozen=True)
+class Workplace:
+    """A started environment as the run stage uses it."""
+
+    environment: AttemptEnvironment
+    workdir: str
+    """The agent's working directory."""
+
+    @property
+    def container(self) -> AttemptContainer:
+        return self.environment.container
 
 
 def start_environment(
-    node: Node,
-    lock: dict[str, Any],
-    task_dir: Path,
+    runtime: TaskRuntime,
+    name_hint: str,
+    label: str,
     image: str,
-    profiles: Path | None,
     cache_dir: Path | None = None,
-) -> AttemptEnvironment:
-    """Environment stage: agent bundles, sidecars, container, task data, setup.sh."""
-    cap_add, environment = _unlocked_settings(task_dir, profiles)
-    spec = dataclasses.replace(
-        _container_spec(node, lock, image),
-        cap_add=cap_add,
-        environment=tuple(environment.items()),
-        mounts=container_mounts(lock["binding"]["roles"], cache_dir=cache_dir),
+) -> Workplace:
+    """Environment stage: agent bundles, the container of `image` with the job's environment
+    options and the format's settings, sidecars, and the format's preparation."""
+    lock = runtime.lock
+    options = lock.binding.environment_options
+    base = ContainerSpec(
+        image=image,
+        name_hint=name_hint,
+        network=options.get("network"),
+        user=options.get("user"),
+        platform=options.get("platform"),
+        labels=((ATTEMPT_LABEL, label),),
+        mounts=container_mounts(profiles(lock), cache_dir=cache_dir),
     )
-    return AttemptEnvironment.start(spec, task_dir, lock["task"]["limits"]["environment_seconds"])
+    workdir = runtime.workdir(image)
+    environment = AttemptEnvironment.start(
+        runtime.container_spec(base),
+        lock.task.limits.environment_seconds,
+        compose_source=runtime.compose_file(),
+        prepare=lambda started, deadline: runtime.prepare(started, workdir, deadline),
+    )
+    return Workplace(environment=environment, workdir=workdir)
 
 
 class _Invoker:
@@ -149,10 +157,16 @@ class _Invoker:
             ("checkpoint", run.checkpoint) if run.checkpoint else ("run", run.node.key)
         )
         self.lock = threading.Lock()
+        self._oracle: OracleLayout | None = None
+
+    def oracle(self) -> OracleLayout:
+        if self._oracle is None:
+            self._oracle = self.run.runtime.oracle(self.run.container, self.run.workdir)
+        return self._oracle
 
     def __call__(self, role: str, prompt: str, index: int) -> InvocationResult:
         run = self.run
-        profile = run.lock["binding"]["roles"][role]
+        profile = profiles(run.lock)[role]
         executor = run.executors.get(profile["executor"])
         if executor is None:
             raise AgevalError("executor_unavailable", f"no {profile['executor']} executor")
@@ -161,12 +175,15 @@ class _Invoker:
             role=role,
             prompt=prompt,
             profile=profile,
-            container=Container(id=run.container.id),
+            container=Container(
+                id=run.container.id, workdir=run.workdir, home=HOME, private=PRIVATE
+            ),
             deadline=run.quotas.deadline,
             record=run.journal.recorder(role, index),
             transcript=run.transcript,
-            environ=_agent_environment(profile),
+            environ={**run.runtime.agent_environment(), **_agent_environment(profile)},
             task_dir=str(run.task_dir),
+            oracle=self.oracle() if profile["executor"] == "oracle" else None,
         )
         try:
             result = executor.invoke(invocation)
@@ -188,7 +205,7 @@ class _Invoker:
     def checkpoint(self, step: dict[str, Any]) -> None:
         run = self.run
         with self.lock:
-            taken = snapshot(run.container, run.store)
+            taken = snapshot(run.container, run.store, run.roots)
             key = store_checkpoint(run.store, self.checkpoint_parent, step, taken)
             self.checkpoint_parent = ("checkpoint", key)
             run.journal.append(
@@ -217,50 +234,48 @@ def _agent_environment(profile: dict[str, Any]) -> dict[str, str]:
 @dataclass
 class _RunState:
     node: Node
-    lock: dict[str, Any]
-    task_dir: Path
+    runtime: TaskRuntime
     container: AttemptContainer
+    workdir: str
     journal: ActivityJournal
     quotas: Quotas
-    store: Any
+    store: CacheStore
     executors: dict[str, Executor]
     replayer: Replayer = field(default_factory=lambda: Replayer([]))
     checkpoint: str | None = None
     """Key of the last checkpoint taken before this process (resume), if any."""
     transcript_lines: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def lock(self) -> TaskLock:
+        return self.runtime.lock
+
+    @property
+    def task_dir(self) -> Path:
+        return self.runtime.task_dir
+
+    @property
+    def roots(self) -> SnapshotRoots:
+        return self.runtime.snapshot_roots(self.workdir)
+
     def transcript(self, entry: dict[str, Any]) -> None:
         self.transcript_lines.append(entry)
 
 
-def _load_run_py(task_dir: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"ageval_run_{id(task_dir)}", task_dir / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.run
-
-
-def _default_run(ctx: RunContext) -> None:
-    role = ctx.roles[0]
-    prompt_file = ctx.task_file("prompts/task.md")
-    ctx.invoke(role, prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else "")
-
-
 def run_stage(state: _RunState) -> str | None:
-    """Execute run.py within wall_time_seconds; returns the exhausted quota's key, if any."""
-    roles = list(state.lock["binding"]["roles"])
+    """Execute the run body within the wall time; returns the exhausted quota's key, if any."""
     ctx = RunContext(
         task_dir=state.task_dir,
-        params=state.lock["task"]["parameters"],
-        roles=roles,
+        params=dict(state.lock.task.parameters),
+        roles=list(state.lock.binding.roles),
         container=state.container,
         journal=state.journal,
         quotas=state.quotas,
         invoker=_Invoker(state),
         replayer=state.replayer,
+        workdir=state.workdir,
     )
-    body = _load_run_py(state.task_dir) if state.lock["features"]["run_py"] else _default_run
+    body = state.runtime.run_body()
     outcome: dict[str, BaseException] = {}
 
     def target() -> None:
@@ -269,7 +284,7 @@ def run_stage(state: _RunState) -> str | None:
         except BaseException as exc:
             outcome["error"] = exc
 
-    worker = threading.Thread(target=target, name=f"run.py {state.node.id}", daemon=True)
+    worker = threading.Thread(target=target, name=f"run {state.node.id}", daemon=True)
     worker.start()
     worker.join(max(0.0, state.quotas.remaining()) + 5.0)
     if worker.is_alive():
@@ -289,13 +304,13 @@ def run_stage(state: _RunState) -> str | None:
 
 
 def _reattachable(
-    previous: AttemptRecord | None, point: ResumePoint | None, task_dir: Path
+    previous: AttemptRecord | None, point: ResumePoint | None, runtime: TaskRuntime
 ) -> AttemptContainer | None:
     """The interrupted attempt's container, when it still runs and matches the journal."""
     existing = find_container(previous.container_id) if previous else None
     if existing is None:
         return None
-    usable = point is not None and point.aligned and compose_file(task_dir) is None
+    usable = point is not None and point.aligned and runtime.compose_file() is None
     if usable and existing.running():
         return existing
     existing.remove()
@@ -303,37 +318,52 @@ def _reattachable(
 
 
 def _fresh_environment(
-    node: Node, context: ExecutionContext, lock: dict[str, Any], point: ResumePoint | None
-) -> AttemptEnvironment:
+    node: Node,
+    context: ExecutionContext,
+    runtime: TaskRuntime,
+    point: ResumePoint | None,
+) -> Workplace:
     """A new environment, with the last checkpoint (if any) restored into it."""
-    task_dir = context.plan.dataset.task_dir(str(node.task_id))
-    image = image_reference(context, node)
-    environment = start_environment(
-        node, lock, task_dir, image, context.plan.profiles_path, context.store.root
+    place = start_environment(
+        runtime,
+        f"{node.task_id}-{node.attempt}",
+        attempt_id(node),
+        image_reference(context, node),
+        context.store.root,
     )
     checkpoint = point.checkpoint if point else None
     if checkpoint:
         try:
-            snapshots = (checkpoint["workspace"], checkpoint["home"])
-            restore(environment.container, context.store, *snapshots)
+            roots = runtime.snapshot_roots(place.workdir)
+            restore(
+                place.container, context.store, checkpoint["workspace"], checkpoint["home"], roots
+            )
         except BaseException:
-            environment.close()
+            place.environment.close()
             raise
-    return environment
+    return place
 
 
+def _collect_artifacts(
+    runtime: TaskRuntime, container: AttemptContainer, workdir: str, store: CacheStore
+) -> str:
+    """The format's artifacts of the finished run stage, stored as a tree; its digest."""
+    with tempfile.TemporaryDirectory(prefix="ageval-artifacts-") as scratch:
+        into = Path(scratch) / "artifacts"
+        into.mkdir()
+        runtime.collect_artifacts(container, workdir, into)
+        return store.put_tree(into).digest
+
+
+@node_executor("run")
 def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     """Environment stage + run stage of one attempt; stores activity and final snapshots.
 
     With `node.payload["resume"]`, an interrupted attempt continues from its journal.
     """
     assert node.task_id is not None and node.attempt is not None
-    lock: dict[str, Any] = context.plan.node(f"lock:{node.task_id}").payload["lock"]
-    if lock["features"].get("harbor"):
-        from agevalx.harbor.nodes import execute_harbor_run
-
-        return execute_harbor_run(node, context)
-    task_dir = context.plan.dataset.task_dir(node.task_id)
+    lock = task_lock(context, node.task_id)
+    runtime = dataset_of(context.plan).runtime(lock)
     directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
     previous = read_attempt(directory) if node.payload.get("resume") else None
     if previous is None:
@@ -343,7 +373,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     fork = node.payload.get("fork")
     if fork is not None:  # a fork starts from the source's steps up to its checkpoint
         point = ResumePoint(completed=list(fork["records"]), abandoned=[], spent_seconds=0.0)
-    reattached = _reattachable(previous, point, task_dir)
+    reattached = _reattachable(previous, point, runtime)
     if point is not None and reattached is None:
         point = point.back_to_checkpoint()
     if point is not None:
@@ -353,7 +383,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         task_id=node.task_id,
         attempt=node.attempt,
         run_key=node.key,
-        config_digest=lock["config_digest"],
+        config_digest=lock.config_digest,
         host=socket.gethostname(),
         pid=os.getpid(),
         container_id=previous.container_id if previous else None,
@@ -363,25 +393,25 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     clock = StageClock()
     started = time.monotonic()
     if reattached is not None:
-        environment = AttemptEnvironment(container=reattached)
+        image = image_reference(context, node)
+        place = Workplace(AttemptEnvironment(container=reattached), runtime.workdir(image))
     else:
-        environment = _fresh_environment(node, context, lock, point)
-    container = environment.container
+        place = _fresh_environment(node, context, runtime, point)
+    container = place.container
     record.container_id, record.run_started = container.id, time.time()
     write_attempt(directory, record)
     clock.add("environment", started)
     try:
-        limits = lock["task"]["limits"]
         state = _RunState(
             node=node,
-            lock=lock,
-            task_dir=task_dir,
+            runtime=runtime,
             container=container,
+            workdir=place.workdir,
             journal=journal,
             quotas=Quotas(
-                deadline=time.monotonic() + limits["wall_time_seconds"] - record.spent_seconds,
-                invocations_allowed=limits.get("agent_invocations"),
-                concurrency=threading.Semaphore(limits["agent_concurrency"]),
+                deadline=time.monotonic() + runtime.wall_time_seconds() - record.spent_seconds,
+                invocations_allowed=lock.task.limits.agent_invocations,
+                concurrency=threading.Semaphore(lock.task.limits.agent_concurrency),
                 invocations_used=point.invocations_used if point else 0,
             ),
             store=context.store,
@@ -399,10 +429,11 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         if limit is not None:
             journal.append("limit", detail={"key": limit})
         clock.add("run", started)
-        final = snapshot(container, context.store)
+        final = snapshot(container, context.store, state.roots)
+        artifacts = _collect_artifacts(runtime, container, place.workdir, context.store)
         committed = container.commit(COMMITTED_REPOSITORY, node.key)
     finally:
-        environment.close()
+        place.environment.close()
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)
     with context.store.in_use():
         outputs = {
@@ -410,18 +441,19 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             "transcript": OutputRef(digest=context.store.put_bytes(transcript), type="blob"),
             "workspace": OutputRef(digest=final.workspace, type="tree"),
             "home": OutputRef(digest=final.home, type="tree"),
+            "artifacts": OutputRef(digest=artifacts, type="tree"),
         }
-    return NodeResult(
-        outputs=outputs,
-        meta={
-            "attempt_id": attempt_id(node),
-            "limit": limit,
-            "invocations": state.quotas.invocations_used,
-            "seconds": clock.seconds,
-            "committed_image": f"{COMMITTED_REPOSITORY}:{node.key}",
-            "committed_image_id": committed,
-            "forked_from": (
-                {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
-            ),
-        },
+    output = RunOutput(
+        attempt_id=attempt_id(node),
+        limit=limit,
+        invocations=state.quotas.invocations_used,
+        seconds=clock.seconds,
+        committed_image=f"{COMMITTED_REPOSITORY}:{node.key}",
+        committed_image_id=committed,
+        workdir=place.workdir,
+        workspace_root=state.roots.workspace,
+        forked_from=(
+            {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
+        ),
     )
+    return NodeResult(outputs=outputs, meta=output.meta())

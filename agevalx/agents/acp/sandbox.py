@@ -85,6 +85,8 @@ SandboxFactory = Callable[[Container], "Sandbox"]
 
 def staging_dir(container: Container, name: str) -> str:
     """`<attempt>/.ageval/<name>`: where executors put their own files, beside the workspace."""
+    if container.private is not None:
+        return posixpath.join(container.private, name)
     return posixpath.join(posixpath.dirname(container.workdir.rstrip("/")), ".ageval", name)
 
 

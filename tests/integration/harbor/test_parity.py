@@ -2,9 +2,9 @@
 
 The session fixture installs Harbor (pinned, from PyPI) into a Python >= 3.12 venv under
 ~/.cache/ageval-test/harbor-venv and runs `harbor run -a oracle` on
-tests/integration/data/harbor. Then each task runs here: `load_harbor_tasks`, a container
-from the task's image (environment/Dockerfile built), `healthcheck`, `run_oracle`,
-`run_verifier` and `scoring`; rewards, score and passed must match Harbor's trial.
+tests/integration/data/harbor. Then the same dataset runs through `ageval run --agent oracle`
+(the one attempt pipeline: image nodes, the oracle, Harbor's verifier through the scoring
+session); rewards, score, passed and the collected artifacts must match Harbor's trials.
 """
 
 from __future__ import annotations
@@ -21,23 +21,8 @@ from typing import Any
 
 import pytest
 
-from agevalx.environments.container import AttemptContainer
-from agevalx.harbor import (
-    VerifierOutcome,
-    VerifierStatus,
-    build_task_image,
-    collect_artifacts,
-    container_spec,
-    healthcheck,
-    image_workdir,
-    load_harbor_tasks,
-    prepare_environment,
-    run_oracle,
-    run_verifier,
-    score_outcome,
-)
-from agevalx.harbor.scoring import score_invalid, score_rewards
-from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.harbor import VerifierStatus
+from agevalx.harbor.scoring import AttemptScore, score_invalid, score_rewards
 
 pytestmark = pytest.mark.integration
 
@@ -187,40 +172,45 @@ def harbor_results(
 
 @dataclass(frozen=True)
 class Ours:
-    outcome: VerifierOutcome
+    result: dict[str, Any]
+    """The task's result.json."""
     artifacts: dict[str, bytes]
+    """Its collected artifacts (`.ageval/runs/<attempt>/artifacts/`)."""
 
+    @property
+    def verifier(self) -> str:
+        return str(self.result["details"].get("verifier"))
 
-def _run_ours(spec: HarborTaskSpec, artifacts: Path) -> Ours:
-    """One attempt; a sandbox failure (FATAL) is retried twice, as ageval's runner would."""
-    ours = _attempt(spec, artifacts / "0")
-    for retry in (1, 2):
-        if ours.outcome.status != VerifierStatus.FATAL:
-            break
-        ours = _attempt(spec, artifacts / str(retry))
-    return ours
+    @property
+    def rewards(self) -> dict[str, float]:
+        return dict(self.result["details"]["extra"]["eval_raw_data"]["rewards"])
 
-
-def _attempt(spec: HarborTaskSpec, artifacts: Path) -> Ours:
-    image = build_task_image(spec)
-    workdir = spec.workdir or image_workdir(image) or "/"
-    container = AttemptContainer.start(container_spec(spec, image, f"harbor-{spec.name}"))
-    try:
-        prepare_environment(container, spec, workdir=workdir)
-        healthcheck(container, spec, workdir=workdir)
-        run_oracle(container, spec, workdir=workdir)
-        collect_artifacts(container, spec, artifacts)
-        outcome = run_verifier(container, spec, workdir=workdir)
-    finally:
-        container.remove()
-    return Ours(outcome, _files(artifacts))
+    def score(self) -> AttemptScore:
+        details = self.result["details"]
+        return AttemptScore(
+            score=self.result["score"],
+            passed=details.get("passed"),
+            rewards=self.rewards,
+            warning=details.get("warning"),
+        )
 
 
 @pytest.fixture(scope="session")
 def our_results(tmp_path_factory: pytest.TempPathFactory, docker_engine: object) -> dict[str, Ours]:
-    job = load_harbor_tasks(DATASET, environ={})
-    artifacts = tmp_path_factory.mktemp("ours-artifacts")
-    return {spec.name: _run_ours(spec, artifacts / spec.name) for spec in job.tasks}
+    """Every task through `ageval run --agent oracle`: the one attempt pipeline."""
+    work = tmp_path_factory.mktemp("ours")
+    dataset = work / "dataset"
+    shutil.copytree(DATASET, dataset)
+    argv = [sys.executable, "-m", "agevalx", "run", str(dataset), "--agent", "oracle", "--json"]
+    argv += ["--cache-dir", str(work / "cache"), "--max-concurrent", "2"]
+    finished = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
+    document = json.loads(finished.stdout)
+    found = {}
+    for result in document["results"]:
+        artifacts = dataset / ".ageval/runs" / result["attempt_id"] / "artifacts"
+        found[result["task_id"]] = Ours(result, _files(artifacts) if artifacts.is_dir() else {})
+    assert set(found) == set(EXPECTED), finished.stderr[-2000:]
+    return found
 
 
 @pytest.mark.parametrize("task", sorted(EXPECTED))
@@ -229,25 +219,26 @@ def test_task_matches_harbor(
     harbor_results: dict[str, dict[str, Any]],
     our_results: dict[str, Ours],
 ) -> None:
-    harbor, ours = harbor_results[task], our_results[task].outcome
+    harbor, ours = harbor_results[task], our_results[task]
     if task == NO_BASH:
         assert harbor["rewards"] is None and harbor["exception"] is not None
-        assert ours.status == VerifierStatus.OK and ours.rewards == EXPECTED[task]
+        assert ours.verifier == VerifierStatus.OK and ours.rewards == EXPECTED[task]
         return
     expected = EXPECTED[task]
     if isinstance(expected, dict):
         assert harbor["rewards"] == expected, harbor
-        assert ours.status == VerifierStatus.OK, ours
+        assert ours.verifier == VerifierStatus.OK, ours.result
         assert ours.rewards == harbor["rewards"]
-        assert score_outcome(ours) == score_rewards(harbor["rewards"])
+        assert ours.score() == score_rewards(harbor["rewards"])
         return
     assert harbor["rewards"] is None and harbor["exception"] == expected, harbor
     want = VerifierStatus.TIMEOUT if expected == "VerifierTimeoutError" else VerifierStatus.INVALID
-    assert ours.status == want, ours
+    assert ours.verifier == want, ours.result
     assert expected in INVALID_REWARD_ERRORS | {"VerifierTimeoutError"}
-    attempt = score_outcome(ours)
-    assert attempt is not None and attempt.score == 0.0 and attempt.passed is False
-    assert attempt == score_invalid(ours.code or "")
+    attempt = ours.score()
+    assert attempt.score == 0.0 and attempt.passed is False
+    assert ours.result["status"] == "FAIL"
+    assert attempt == score_invalid(str(ours.result["details"]["warning"]))
 
 
 @pytest.mark.parametrize("task", sorted(set(EXPECTED) - {NO_BASH}))

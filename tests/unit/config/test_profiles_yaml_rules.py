@@ -43,7 +43,9 @@ def test_baseline_profile_is_bound_with_its_defaults(make_dataset, lock_document
         "options": {"upstream_stall_seconds": 3600},
         "extensions": [],
         "overlays": {},
+        "implementation": {"bundle": "pi", "spec": role(lock)["implementation"]["spec"]},
     }
+    assert len(role(lock)["implementation"]["spec"]) == 32
     assert lock["binding"]["source"] == "profiles"
     assert lock["binding"]["profiles_file"] == "profiles.yaml"
     assert lock["binding"]["environment"] == "docker"

@@ -11,10 +11,12 @@ import pytest
 from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
-from agevalx.graph.execute import ExecutionContext, NodeResult, execute
+from agevalx.graph.execute import ExecutionContext, Executor, NodeResult, execute
 from agevalx.graph.nodes import Node
-from agevalx.graph.plan import PlanRequest, plan
-from agevalx.lockfile.node import execute_lock
+from agevalx.graph.registry import executor_for, substituted
+from agevalx.graph.rules import load_rules
+from agevalx.operations.planning import PlanRequest, plan
+from agevalx.testing.placeholders import declared_outputs
 
 pytestmark = pytest.mark.unit
 
@@ -40,23 +42,21 @@ class Recorder:
                 assert parent.key  # every parent finished before this node started
             if node.id in self.fail:
                 raise AgevalError("fake_failure", f"{node.id} failed on purpose")
-            digest = context.store.put_bytes(node.id.encode())
             with self.guard:
                 self.order.append(node.id)
-            return NodeResult(outputs={"out": OutputRef(digest=digest, type="blob")})
+            return NodeResult(outputs=declared_outputs(node, context.store))
         finally:
             with self.guard:
                 self.running -= 1
 
-    def executors(self) -> dict[str, object]:
-        return {kind: self for kind in ("image", "run", "evaluate", "summary")} | {
-            "lock": execute_lock
-        }
+    def executors(self) -> dict[str, Executor | None]:
+        return {kind: self for kind in ("image", "run", "evaluate", "summary")}
 
 
 def run_job(dataset: Path, store: CacheStore, recorder: Recorder, workers: int = 1, k: int = 2):
     planned = plan(PlanRequest(dataset=dataset, k=k), store)
-    return execute(planned, store, recorder.executors(), workers=workers)  # type: ignore[arg-type]
+    with substituted(recorder.executors()):
+        return execute(planned, store, workers=workers)
 
 
 def test_first_run_computes_everything_and_second_reuses_everything(
@@ -117,7 +117,8 @@ def test_one_worker_runs_one_node_at_a_time(dataset: Path, store: CacheStore) ->
 
 def test_a_kind_without_executor_fails_with_a_code(dataset: Path, store: CacheStore) -> None:
     planned = plan(PlanRequest(dataset=dataset, tasks=("beta",)), store)
-    report = execute(planned, store, {"lock": execute_lock})
+    with substituted({"image": None}):
+        report = execute(planned, store)
     outcome = {item.node.id: item for item in report.nodes}
     assert outcome["lock:beta"].outcome == "computed"
     image = outcome["image:beta"]
@@ -131,7 +132,30 @@ def test_a_crashing_executor_is_a_failed_node_not_a_crash(dataset: Path, store: 
         raise RuntimeError("boom")
 
     planned = plan(PlanRequest(dataset=dataset, tasks=("beta",)), store)
-    report = execute(planned, store, {"lock": execute_lock, "image": broken})
+    with substituted({"image": broken}):
+        report = execute(planned, store)
     image = next(item for item in report.nodes if item.node.id == "image:beta")
     assert image.outcome == "failed" and image.error is not None
     assert image.error.code == "node_failed" and "boom" in image.error.message
+
+
+def test_an_executor_storing_other_outputs_than_its_rule_declares_fails(
+    dataset: Path, store: CacheStore
+) -> None:
+    def wrong(node: Node, context: ExecutionContext) -> NodeResult:
+        digest = context.store.put_bytes(b"not the image document")
+        return NodeResult(outputs={"picture": OutputRef(digest=digest, type="blob")})
+
+    planned = plan(PlanRequest(dataset=dataset, tasks=("beta",)), store)
+    with substituted({"image": wrong}):
+        report = execute(planned, store)
+    image = next(item for item in report.nodes if item.node.id == "image:beta")
+    assert image.outcome == "failed" and image.error is not None
+    assert image.error.code == "node_outputs_mismatch" and "picture" in image.error.message
+    assert store.get_action("image", image.node.key) is None
+
+
+def test_every_kind_with_an_executor_registers_it_from_the_module_its_rule_names() -> None:
+    for rule in load_rules().values():
+        if rule.executor is not None:
+            assert callable(executor_for(rule)), rule.kind

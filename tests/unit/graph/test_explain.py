@@ -10,7 +10,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.graph.explain import diff_inputs, explain
 from agevalx.graph.journal import record
-from agevalx.graph.plan import PlanRequest, plan
+from agevalx.operations.planning import PlanRequest, plan
 
 pytestmark = pytest.mark.unit
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import xxhash
 
+from agevalx.agents import bundles, scripted
 from agevalx.cache.store import CacheStore
 from agevalx.graph.keys import KEY_SCHEMA, key_material, lock_field, node_key, select_files
-from agevalx.graph.plan import PlanRequest, plan
 from agevalx.graph.rules import FileSelection, Rule, load_rules
+from agevalx.lockfile import BindingRequest
+from agevalx.operations.planning import PlanRequest, plan
 
 pytestmark = pytest.mark.unit
 
@@ -74,16 +77,27 @@ def test_lock_field_reads_dotted_paths_and_missing_is_none() -> None:
 
 def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
     rules = load_rules()
-    assert set(rules) == {"lock", "image", "run", "checkpoint", "evaluate", "summary", "replay"}
-    assert rules["evaluate"].parents == ["run"]
+    assert set(rules) == {
+        "lock",
+        "image",
+        "scoring_image",
+        "run",
+        "checkpoint",
+        "evaluate",
+        "summary",
+        "replay",
+    }
+    assert rules["evaluate"].parents == ["run", "scoring_image"]
+    assert rules["scoring_image"].when == "scoring_image"
+    assert all(rule.executor for rule in rules.values() if rule.kind != "checkpoint")
     assert rules["run"].parents == ["image"]
 
 
 GOLDEN_KEYS = {
-    "lock:alpha": "9a7a4aaef5f3c0c9980badb56eca38a1",
+    "lock:alpha": "6e76f604ceb470db872c798bf993f859",
     "image:alpha": "493f0edbeabcc50c3222b57152a32b27",
-    "run:alpha#0": "d284d94b1d50a6a4841eae4013068faf",
-    "evaluate:alpha#0": "679e32b9077f5876e7d23a7cac1945ed",
+    "run:alpha#0": "b568409781aee6852d8fa6615e367c8c",
+    "evaluate:alpha#0": "ec5a4bd233eeded689c324a7374628e2",
 }
 
 
@@ -91,4 +105,49 @@ def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: 
     planned = plan(PlanRequest(dataset=dataset, tasks=("alpha",), k=2), store)
     keys = {node.id: node.key for node in planned.nodes()}
     assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
-    assert keys["summary:job"] == "5b9ceb6d5727b58a7716137132c49013"
+    assert keys["summary:job"] == "8d10d98ff88bdad197f10c9818611b6f"
+
+
+AGENT_PROFILES = """\
+format: ageval.profiles/1
+agent_profiles:
+  pi: {executor: acp, model: {id: m}, options: {entry: pi}}
+  codex: {executor: acp, model: {id: m}, options: {entry: codex-acp}}
+  scripted: {executor: acp, options: {entry: ageval-scripted-agent, script: s.yaml}}
+"""
+
+
+def _run_keys(dataset: Path, store: CacheStore) -> dict[str, str]:
+    keys = {}
+    for agent in ("pi", "codex", "scripted"):
+        request = PlanRequest(
+            dataset=dataset, tasks=("alpha",), binding=BindingRequest(agent=agent)
+        )
+        keys[agent] = plan(request, store).node("run:alpha#0").key
+    return keys
+
+
+def test_editing_the_scripted_agent_reruns_only_the_runs_that_use_it(
+    dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (dataset / "profiles.yaml").write_text(AGENT_PROFILES)
+    before = _run_keys(dataset, store)
+    edited = scripted.agent_source() + b"\n# edited\n"
+    monkeypatch.setattr(scripted, "agent_source", lambda: edited)
+    after = _run_keys(dataset, store)
+    assert after["pi"] == before["pi"] and after["codex"] == before["codex"]
+    assert after["scripted"] != before["scripted"]
+
+
+def test_a_new_agent_bundle_version_reruns_the_runs_of_that_agent(
+    dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (dataset / "profiles.yaml").write_text(AGENT_PROFILES)
+    before = _run_keys(dataset, store)
+    newer = dataclasses.replace(
+        bundles.PI, packages=(("pi-acp", "0.0.35"), *bundles.PI.packages[1:])
+    )
+    monkeypatch.setitem(bundles.BUNDLES, "pi", newer)
+    after = _run_keys(dataset, store)
+    assert after["pi"] != before["pi"]
+    assert after["codex"] == before["codex"] and after["scripted"] == before["scripted"]

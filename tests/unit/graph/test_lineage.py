@@ -11,18 +11,18 @@ import pytest
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.cli import main
-from agevalx.graph.journal import record
-from agevalx.graph.lineage import (
+from agevalx.graph.nodes import Node
+from agevalx.operations.lineage import (
     BRANCHES_DIR,
     Branch,
     BranchView,
     branches,
+    fork_branch,
     lineage,
     record_branch,
     recorded_branches,
 )
-from agevalx.graph.nodes import Node
-from agevalx.graph.plan import PlanRequest, plan
+from agevalx.operations.planning import PlanRequest, plan
 from agevalx.runner.activity import ActivityRecord
 
 pytestmark = pytest.mark.unit
@@ -89,7 +89,9 @@ def _cache_action(store: CacheStore, kind: str, key: str) -> None:
 
 def test_recording_a_forked_run_node_records_its_branch(dataset: Path) -> None:
     _source_attempt(dataset, "alpha-0-aaaaaaaaaaaa", SOURCE_RUN)
-    record(dataset, _fork_node("alpha-0-aaaaaaaaaaaa"))
+    branch = fork_branch(dataset, _fork_node("alpha-0-aaaaaaaaaaaa"))
+    assert branch is not None
+    record_branch(dataset, branch)
     [fork] = recorded_branches(dataset)
     assert fork == Branch(
         kind="fork",
@@ -105,11 +107,10 @@ def test_recording_a_forked_run_node_records_its_branch(dataset: Path) -> None:
     )
 
 
-def test_recording_an_ordinary_run_node_records_no_branch(dataset: Path) -> None:
+def test_an_ordinary_run_node_is_no_branch(dataset: Path) -> None:
     node = _fork_node("alpha-0-aaaaaaaaaaaa")
     node.payload = {}
-    record(dataset, node)
-    assert recorded_branches(dataset) == []
+    assert fork_branch(dataset, node) is None
 
 
 def test_recording_the_same_branch_twice_keeps_one_record(dataset: Path) -> None:

@@ -8,8 +8,8 @@ import pytest
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import ConfigError, UsageError
-from agevalx.graph.plan import PlanRequest, plan
 from agevalx.lockfile import BindingRequest
+from agevalx.operations.planning import PlanRequest, plan
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,9 @@ import pytest
 
 from agevalx.cache.store import CacheStore
 from agevalx.graph.keys import node_key
-from agevalx.graph.plan import Plan, PlanRequest, plan
+from agevalx.graph.plan import Plan
 from agevalx.graph.rules import load_rules
+from agevalx.operations.planning import PlanRequest, plan
 from agevalx.operations.replay import RecordedCommand, ReplaySource, replay_node
 from agevalx.runner.activity import ActivityRecord
 

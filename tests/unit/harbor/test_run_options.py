@@ -10,9 +10,11 @@ import pytest
 from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.errors import AgevalError, UsageError
-from agevalx.graph import PlanRequest, plan
+from agevalx.formats.base import dataset_of
 from agevalx.harbor.options import HarborOptions, parse_env_params
 from agevalx.lockfile import BindingRequest
+from agevalx.lockfile.models import TaskLock
+from agevalx.operations.planning import PlanRequest, plan
 from tests.unit.harbor.builders import BASE_TOML, TaskFactory
 
 pytestmark = pytest.mark.unit
@@ -154,7 +156,7 @@ def test_a_job_config_alone_lists_tasks_from_several_directories(
         store,
     )
     assert planned.task_ids == ("one", "far")
-    assert planned.dataset.config.dataset_id == "harbor/my-job"
+    assert dataset_of(planned).dataset_id == "harbor/my-job"
     assert planned.dataset.task_dir("far") == (tmp_path / "elsewhere" / "far").resolve()
     assert planned.dataset.root == tmp_path
 
@@ -212,8 +214,9 @@ def test_ageval_lock_writes_a_harbor_lock_with_the_run_settings(
     document = json.loads(capsys.readouterr().out)
     assert [lock["task_id"] for lock in document["locks"]] == ["demo"]
     written = json.loads((dataset / ".ageval/locks/demo.lock.json").read_text())
-    assert written["features"]["harbor"] is True
+    assert written["task"]["format"] == "harbor"
     assert set(written["harbor"]["verify"]["env"]) == {"JUDGE"}
+    assert TaskLock.model_validate(written).format == "harbor"
 
 
 def test_changing_the_default_of_a_job_env_template_reruns_the_verifier(

@@ -182,19 +182,23 @@ def test_sanitized_copies_drop_setuid_bits_and_escaping_links(tmp_path: Path) ->
     assert single.read_text() == "#!/bin/sh\n"
 
 
-def _no_container(*_: object) -> object:
+def _no_container(*_: object) -> tuple[AttemptContainer, str]:
     raise AssertionError("no container may start")
+
+
+def _no_gathering(into: Path) -> None:
+    raise AssertionError("nothing may be collected")
 
 
 def test_nothing_starts_when_the_task_cannot_be_verified(make_task: TaskFactory) -> None:
     toml = SEPARATE_TOML + '\n[verifier.env]\nKEY = "${UNSET_GRADER_KEY}"\n'
     failing = load(make_task, toml)
-    outcome = verify_separately(failing, "agent:1", _no_container)  # type: ignore[arg-type]
+    outcome = verify_separately(failing, _no_gathering, _no_container)
     assert outcome.status == VerifierStatus.ERROR and outcome.code == errors.ENV_UNRESOLVED
     disabled = failing.model_copy(
         update={"failure": None, "verifier": failing.verifier.model_copy(update={"disabled": True})}
     )
-    outcome = verify_separately(disabled, "agent:1", _no_container)  # type: ignore[arg-type]
+    outcome = verify_separately(disabled, _no_gathering, _no_container)
     assert outcome.status == VerifierStatus.DISABLED
 
 
@@ -203,13 +207,13 @@ def test_an_unset_verifier_environment_variable_fails_the_verification(
 ) -> None:
     toml = BASE_TOML + '\n[verifier.environment]\nenv = { KEY = "${UNSET_GRADER_KEY}" }\n'
     spec = load(make_task, toml)
-    outcome = verify_separately(spec, "agent:1", _no_container)  # type: ignore[arg-type]
+    outcome = verify_separately(spec, _no_gathering, _no_container)
     assert outcome.status == VerifierStatus.ERROR and outcome.code == errors.ENV_UNRESOLVED
 
 
 def test_a_container_that_fails_to_start_is_a_sandbox_failure(make_task: TaskFactory) -> None:
-    def start(task: HarborTaskSpec, image: str) -> tuple[AttemptContainer, str]:
+    def start(task: HarborTaskSpec) -> tuple[AttemptContainer, str]:
         raise EnvironmentFailure("environment_start_failed", "cannot start the container")
 
-    outcome = verify_separately(load(make_task, SEPARATE_TOML), "agent:1", start)
+    outcome = verify_separately(load(make_task, SEPARATE_TOML), lambda into: None, start)
     assert outcome.status == VerifierStatus.FATAL and outcome.code == VERIFIER_SANDBOX_FAILED

@@ -9,15 +9,15 @@ import pytest
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
-from agevalx.graph import PlanRequest, plan
-from agevalx.harbor.nodes import verify_with_retries
+from agevalx.formats.harbor import verify_with_retries
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.outcomes import VerifierOutcome, VerifierStatus
-from agevalx.harbor.summary import attempt_score, harbor_summary
+from agevalx.harbor.summary import HarborSummary, attempt_score, harbor_summary
 from agevalx.lockfile import BindingRequest
+from agevalx.operations.planning import PlanRequest, plan
 from agevalx.results.build import job_summary
 from agevalx.results.metrics import task_metrics
-from agevalx.results.models import AttemptResult, ErrorInfo
+from agevalx.results.models import AttemptResult, ErrorInfo, JobSummary
 from tests.unit.harbor.builders import TaskFactory
 
 pytestmark = pytest.mark.unit
@@ -146,11 +146,15 @@ def test_under_the_pass_strategy_pass_at_k_is_whether_a_task_passed_within_k(
     results = [result("a", 0, {"reward": 1})]
     results += [result("b", i, {"reward": 0}) for i in range(3)]
     summary = job_summary(planned, results, 3, "k")
-    assert summary.harbor is not None and summary.harbor.strategy == "pass"
+    harbor = HarborSummary.model_validate((summary.model_extra or {})["harbor"])
+    assert harbor.strategy == "pass"
     assert summary.tasks["a"].pass_at_k == 1.0 and summary.tasks["a"].n == 1
     assert summary.tasks["b"].pass_at_k == 0.0
     assert summary.overall.pass_at_k == 0.5
-    assert summary.harbor.primary == 0.5
+    assert harbor.primary == 0.5
+    assert JobSummary.model_validate_json(summary.model_dump_json()).model_extra == {
+        "harbor": harbor.model_dump(mode="json")
+    }
 
 
 def test_a_task_whose_sandbox_failed_voids_the_official_score() -> None:

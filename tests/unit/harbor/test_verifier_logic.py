@@ -11,6 +11,7 @@ import pytest
 
 from agevalx.environments.container import AttemptContainer, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.formats.harbor import open_harbor
 from agevalx.harbor import (
     HarborRunError,
     RunOverrides,
@@ -18,11 +19,13 @@ from agevalx.harbor import (
     collect_artifacts,
     healthcheck,
     load_harbor_tasks,
-    run_oracle,
     run_verifier,
 )
 from agevalx.harbor import errors as codes
+from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.lockfile.binding import BindingRequest
+from agevalx.lockfile.models import TaskLock
 from tests.unit.harbor.builders import BASE_TOML, TaskFactory
 
 pytestmark = pytest.mark.unit
@@ -263,38 +266,34 @@ def test_no_healthcheck_runs_nothing(make_task: TaskFactory, tmp_path: Path) -> 
 # --- oracle ----------------------------------------------------------------------------------
 
 
-def test_oracle_env_layers_cwd_user_and_recorded_exit(
+def test_oracle_layout_layers_env_and_ignores_agent_user(
     make_task: TaskFactory, tmp_path: Path
 ) -> None:
     toml = BASE_TOML.replace("[agent]\n", '[agent]\nuser = "dev"\n') + (
         'workdir = "/w"\nenv = { A = "env", B = "env", DEBIAN_FRONTEND = "dialog" }\n'
         '\n[solution.env]\nB = "solution"\n'
     )
-    fake = FakeContainer(
-        files={"/logs/agent/oracle.txt": b"done\n"},
-        responders=[lambda c: ExecResult(3, "") if "solve.sh)" in c else None],
+    make_task("t", toml=toml)
+    options = HarborOptions.build(env_params='{"agent_env": {"C": "agent", "B": "agent"}}')
+    dataset = open_harbor(tmp_path / "dataset", options, BindingRequest(agent="oracle"))
+    assert dataset is not None
+    runtime = dataset.runtime(TaskLock.model_validate(dataset.lock_document("t", {})))
+    layout = runtime.oracle(_as_container(FakeContainer()), "/w")
+    assert (layout.target, layout.output_file, layout.home) == (
+        "/solution",
+        "/logs/agent/oracle.txt",
+        "/root",
     )
-    spec = _spec(make_task, tmp_path, toml, agent_env={"C": "agent", "B": "agent"})
-    outcome = run_oracle(_as_container(fake), spec)
-    assert (outcome.exit_code, outcome.output, outcome.error) == (3, "done\n", None)
-    run = fake.runs("oracle.txt")[0]
-    assert "(/solution/solve.sh) > /logs/agent/oracle.txt 2>&1" in run.command
-    assert (run.workdir, run.user, run.timeout) == ("/w", "dev", 120)
-    assert run.environment == {
-        "HOME": "/root",
+    assert layout.command == "(/solution/solve.sh) > /logs/agent/oracle.txt 2>&1"
+    assert layout.whole_seconds and layout.setup is not None and "chmod +x" in layout.setup
+    environ = {**runtime.agent_environment(), **layout.environment}
+    assert environ == {
         "A": "env",
         "B": "solution",
         "C": "agent",
         "DEBIAN_FRONTEND": "noninteractive",
     }
-    assert fake.uploads == [(spec.dir / "solution", "/solution")]
-
-
-def test_oracle_without_solve_sh_is_recorded(make_task: TaskFactory, tmp_path: Path) -> None:
-    make_task("t", files={"solution/solve.sh": None})
-    spec = load_harbor_tasks(tmp_path / "dataset", environ={}).tasks[0]
-    outcome = run_oracle(_as_container(FakeContainer()), spec)
-    assert outcome.exit_code is None and outcome.error == "harbor_solution_missing"
+    assert runtime.workdir("any-image") == "/w"
 
 
 # --- artifacts -------------------------------------------------------------------------------

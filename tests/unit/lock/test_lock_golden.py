@@ -66,7 +66,7 @@ FILES = {
 }
 
 # Pinned values. The digest of a file is xxh3-128 of its bytes, whatever the lock schema.
-GOLDEN_CONFIG_DIGEST = "552701da791933c0c4cc605229608107"
+GOLDEN_CONFIG_DIGEST = "f2457dc397d43a1c2e09060869f85296"
 GOLDEN_EVALUATOR_DIGEST = "19ccad858e0298e5c28b41e213e25da0"
 GOLDEN_LOCK_PREFIX = (
     '{"binding":{"environment":"docker","environment_options":{"egress_allow":[],'

@@ -1,4 +1,4 @@
-"""Load a Harbor task with a job config and verify one oracle attempt, through the library.
+"""Load a Harbor task with a job config and verify one solved attempt, through the library.
 
 Run by tests/integration/harbor/test_plugin_verifier.py with a Python >= 3.12 that has
 harbor, agevalx and verifier-project installed:
@@ -18,12 +18,10 @@ from pathlib import Path
 from agevalx.environments.container import AttemptContainer
 from agevalx.harbor import (
     HarborError,
-    build_task_image,
     container_spec,
     image_workdir,
     load_harbor_tasks,
     prepare_environment,
-    run_oracle,
     run_verifier,
 )
 
@@ -33,12 +31,13 @@ def main(task_dir: str, job_config: str, trial_root: str) -> dict[str, object]:
         spec = load_harbor_tasks(Path(task_dir), json.loads(job_config), environ={}).tasks[0]
     except HarborError as exc:
         return {"error": exc.to_dict()}
-    image = build_task_image(spec)
-    workdir = spec.workdir or image_workdir(image) or "/"
-    container = AttemptContainer.start(container_spec(spec, image, f"plugin-{spec.name}"))
+    assert spec.image is not None, "the plugin task names a prebuilt image"
+    workdir = spec.workdir or image_workdir(spec.image) or "/"
+    container = AttemptContainer.start(container_spec(spec, spec.image, f"plugin-{spec.name}"))
     try:
         prepare_environment(container, spec, workdir=workdir)
-        run_oracle(container, spec, workdir=workdir)
+        container.put_directory(spec.dir / "solution", "/solution")
+        container.exec("bash /solution/solve.sh", workdir=workdir)
         outcome = run_verifier(container, spec, workdir=workdir, trial_root=Path(trial_root))
     finally:
         container.remove()

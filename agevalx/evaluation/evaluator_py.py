@@ -1,0 +1,101 @@
+"""An ageval task's verifier: its evaluator.py, run by a small stdlib-only runner.
+
+The scoring container is fresh: the committed image of the attempt container when this engine
+still has it, otherwise the task image with the cached workspace and home restored. Evaluator
+and task files enter it only now, after the run stage. /tmp is a tmpfs of evaluation.tmpfs_mb.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from agevalx.environments.container import HOME, PRIVATE, WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.engine import EnvironmentFailure
+from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
+from agevalx.evaluation.session import RunFacts, ScoringSession
+from agevalx.formats.base import Verifier
+from agevalx.lockfile.models import TaskLock
+
+RUNNER = Path(__file__).with_name("runner_script.py")
+TASK_COPY = f"{PRIVATE}/task"
+
+
+def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
+    """The scoring container's settings: evaluate_host's options (user, platform and python
+    version inherited from the job, never its network), /tmp a tmpfs."""
+    host = lock.binding.evaluate_host["environment_options"]
+    return ContainerSpec(
+        image="",
+        name_hint=name_hint,
+        network=host.get("network"),
+        user=host.get("user") or lock.binding.environment_options.get("user"),
+        tmpfs_mb=lock.task.evaluation.tmpfs_mb,
+        platform=host.get("platform"),
+    )
+
+
+def _context_document(lock: TaskLock, run: RunFacts) -> dict[str, Any]:
+    return {
+        "evaluator": f"{TASK_COPY}/evaluator.py",
+        "workspace": WORKSPACE,
+        "home": HOME,
+        "task_dir": TASK_COPY,
+        "params": lock.task.parameters,
+        "limit": run.limit,
+        "run": {"invocations": run.invocations, "limit": run.limit},
+    }
+
+
+def evaluate_in(
+    container: AttemptContainer, task_dir: Path, lock: TaskLock, run: RunFacts
+) -> dict[str, Any]:
+    """Copy the evaluator in, run it within evaluate_seconds, return its result document."""
+    container.put_directory(task_dir, TASK_COPY)
+    container.put_files(
+        PRIVATE,
+        {
+            "evaluate.py": (RUNNER.read_bytes(), 0o644),
+            "context.json": (json.dumps(_context_document(lock, run)).encode(), 0o644),
+        },
+    )
+    seconds = lock.task.limits.evaluate_seconds
+    result = container.exec(
+        f"python3 {PRIVATE}/evaluate.py {PRIVATE}/context.json {PRIVATE}/result.json",
+        timeout=seconds,
+        user="root",
+    )
+    if result.timed_out:
+        raise EnvironmentFailure(
+            "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
+        )
+    raw = container.read_file(f"{PRIVATE}/result.json")
+    if raw is None:
+        return {
+            "status": "ERROR",
+            "error": {
+                "type": "EvaluatorDidNotRun",
+                "message": f"the evaluator runner exited with {result.exit_code}",
+            },
+            "evaluator_output": result.output[-OUTPUT_TAIL:],
+        }
+    document: dict[str, Any] = json.loads(raw)
+    document["evaluator_output"] = result.output[-OUTPUT_TAIL:]
+    return document
+
+
+class EvaluatorPy(Verifier):
+    """Scores with the task's evaluator.py in a container of the attempt's final filesystem."""
+
+    def verify(self, session: ScoringSession) -> EvaluationResult:
+        started = time.monotonic()
+        spec = scoring_spec(session.lock, f"eval-{session.attempt_id}")
+        container = session.attempt_container(spec)
+        try:
+            document = evaluate_in(container, session.task_dir, session.lock, session.run)
+        finally:
+            session.discard(container)
+        document["seconds"] = round(time.monotonic() - started, 3)
+        return checked(document)

@@ -1,0 +1,104 @@
+"""The scoring session: what a verifier gets to score one run, whatever the task format.
+
+It offers the attempt's final filesystem as fresh containers (the run's committed image, or,
+where this engine no longer has it, the task image with the cached workspace and home
+restored), the images the task scores in, and a way to start further containers. Every
+container it starts is labelled with the attempt and removed when the session closes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
+from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
+from agevalx.lockfile.models import TaskLock
+
+Restore = Callable[[AttemptContainer], None]
+"""Puts an attempt's cached snapshots into a container of the task image."""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the scored run tells its verifier."""
+
+    limit: str | None = None
+    """The run-stage quota that ran out."""
+    invocations: int | None = None
+    """Agent invocations made."""
+    workdir: str | None = None
+    """The agent's working directory."""
+
+
+@dataclass
+class ScoringSession:
+    """One evaluation's scoring environment (see the module docstring)."""
+
+    lock: TaskLock
+    task_dir: Path
+    attempt_id: str
+    """Labels every container, so an interrupted run's leftovers can be found."""
+    run: RunFacts
+    attempt_image: str | None
+    """The image of the attempt's final filesystem (None: none was committed)."""
+    task_image: str | None = None
+    """The task's image, which `restore` fills when `attempt_image` is gone."""
+    restore: Restore | None = None
+    scoring_images: dict[str, str] = field(default_factory=dict)
+    """Images the task scores in besides the attempt's, by name (a Harbor separate verifier's
+    environment is `verifier`)."""
+    trials_dir: Path | None = None
+    """Where verifiers that keep files on the host (Harbor verifier classes) write them."""
+    artifacts: Callable[[Path], None] | None = None
+    """Puts the artifacts collected after the run into an empty directory (None: none were
+    collected, as for a replay: take them from `attempt_container`)."""
+    _started: list[AttemptContainer] = field(default_factory=list)
+
+    def attempt_container(
+        self, base: ContainerSpec | None = None, *, full_filesystem: bool = False
+    ) -> AttemptContainer:
+        """A fresh container holding the attempt's final filesystem, started from `base`'s
+        settings (its image is replaced). `full_filesystem`: files outside the workspace and
+        home matter, so the snapshots of those two are not enough."""
+        spec = base or ContainerSpec(image="", name_hint=f"eval-{self.attempt_id}")
+        if self.attempt_image is not None and image_exists(self.attempt_image):
+            return self.start(dataclasses.replace(spec, image=self.attempt_image))
+        if full_filesystem or self.task_image is None or self.restore is None:
+            raise EnvironmentFailure(
+                "run_image_missing",
+                "the attempt's container image is gone from this Docker engine, so its files "
+                "cannot be scored",
+                hint="run the attempt again with --fresh",
+            )
+        container = self.start(dataclasses.replace(spec, image=self.task_image))
+        self.restore(container)
+        return container
+
+    def start(self, spec: ContainerSpec) -> AttemptContainer:
+        """Start a container for scoring (labelled; removed when the session closes)."""
+        labels = (*spec.labels, (ATTEMPT_LABEL, self.attempt_id), (LABEL, "scoring"))
+        container = AttemptContainer.start(dataclasses.replace(spec, labels=labels))
+        self._started.append(container)
+        return container
+
+    def scoring_image(self, name: str) -> str:
+        found = self.scoring_images.get(name)
+        if found is None:
+            raise EnvironmentFailure(
+                "scoring_image_missing", f"the task has no scoring image {name!r}"
+            )
+        return found
+
+    def discard(self, container: AttemptContainer) -> None:
+        """Remove a container before the session ends (e.g. between verification tries)."""
+        container.remove()
+        if container in self._started:
+            self._started.remove(container)
+
+    def close(self) -> None:
+        for container in self._started:
+            container.remove()
+        self._started.clear()

@@ -1,0 +1,48 @@
+"""Task formats: how a directory of tasks becomes a `Dataset` the pipeline plans over.
+
+Two formats are known: ageval's (ageval.yaml, `formats/ageval.py`) and Harbor's (task.toml,
+`formats/harbor.py`). Each provides a `Dataset` (tasks, locks) and a `TaskRuntime` (the hooks
+the one attempt runner and evaluator call); see `formats/base.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agevalx.errors import UsageError
+
+if TYPE_CHECKING:
+    from agevalx.formats.base import Dataset
+    from agevalx.harbor.options import HarborOptions
+    from agevalx.lockfile.binding import BindingRequest
+
+
+def open_dataset(
+    path: Path | None, binding: BindingRequest, harbor: HarborOptions | None = None
+) -> Dataset:
+    """The dataset at `path` in its format (ageval.yaml: ageval; task.toml tasks or a Harbor
+    job config: Harbor), opened for `binding`. Raises coded errors for what is not one."""
+    from agevalx.formats.ageval import is_ageval_dataset, open_ageval
+    from agevalx.formats.harbor import open_harbor
+
+    if path is not None and is_ageval_dataset(path):
+        if harbor is not None:
+            raise UsageError(
+                "harbor_options_on_ageval_dataset",
+                "--job-config, --env-params, --primary-metric and --attempt-strategy apply to "
+                "Harbor datasets only",
+                field="DATASET",
+                hint="an ageval dataset is configured by ageval.yaml, task.yaml and profiles.yaml",
+            )
+        return open_ageval(path, binding)
+    found = open_harbor(path, harbor, binding)
+    if found is not None:
+        return found
+    if path is None:
+        raise UsageError(
+            "dataset_required",
+            "give a dataset directory (or a Harbor --job-config that lists tasks)",
+            field="DATASET",
+        )
+    return open_ageval(path, binding)

@@ -1,0 +1,224 @@
+"""The seam between task formats and the single attempt pipeline.
+
+A task format is consulted in two places only:
+
+- when tasks are loaded and locked: a `Dataset` of the format lists its tasks and resolves
+  each one to a `TaskLock` (the common core plus the format's own section);
+- through the hooks of a `TaskRuntime`, which the one attempt runner (runner/stage.py), the one
+  evaluator (evaluation/evaluate.py) and replay call: how the environment is prepared, where
+  the agent works, the default run and its prompt, the oracle's layout, which verifier scores
+  the attempt, and what the job summary adds.
+
+Everything after the lock is format-free and typed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agevalx.dataset.files import FileDigester
+from agevalx.environments.container import HOME
+from agevalx.errors import AgevalWarning, ConfigError
+from agevalx.hashing import digest_file
+from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
+from agevalx.lockfile.models import TaskLock
+from agevalx.runner.snapshot import SnapshotRoots
+
+if TYPE_CHECKING:
+    from agevalx.agents.oracle import OracleLayout
+    from agevalx.environments.attempt import AttemptEnvironment
+    from agevalx.environments.container import AttemptContainer, ContainerSpec
+    from agevalx.evaluation.result import EvaluationResult
+    from agevalx.evaluation.session import ScoringSession
+    from agevalx.graph.plan import Plan
+    from agevalx.results.models import AttemptResult
+    from agevalx.runner.context import RunContext
+
+
+RunBody = Callable[["RunContext"], None]
+"""What the run stage executes: a task's run.py `run(ctx)`, or the default run."""
+
+
+class Verifier(ABC):
+    """Scores one run in a scoring session; never raises for what the task or agent did."""
+
+    @abstractmethod
+    def verify(self, session: ScoringSession) -> EvaluationResult:
+        """Score the attempt that `session` offers."""
+
+
+class TaskRuntime(ABC):
+    """A locked task as the attempt pipeline asks its format about it."""
+
+    def __init__(self, dataset: Dataset, lock: TaskLock) -> None:
+        self.dataset = dataset
+        self.lock = lock
+        self.task_dir = dataset.task_dir(lock.task_id)
+
+    # -- environment stage ------------------------------------------------------------------
+
+    @abstractmethod
+    def container_spec(self, base: ContainerSpec) -> ContainerSpec:
+        """The attempt container: `base` (image, name, labels, agent bundles, the bound
+        environment options) with the format's settings added (env, resources, ...)."""
+
+    def compose_file(self) -> Path | None:
+        """A compose file whose services start beside the attempt container."""
+        return None
+
+    @abstractmethod
+    def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
+        """Make the started environment ready for the agent, before `deadline`
+        (`time.monotonic()`): task data, setup scripts, readiness checks."""
+
+    @abstractmethod
+    def workdir(self, image: str) -> str:
+        """The agent's working directory in a container of `image`."""
+
+    def snapshot_roots(self, workdir: str) -> SnapshotRoots:
+        """What a checkpoint keeps: the agent's working directory and HOME."""
+        return SnapshotRoots(workspace=workdir, home=HOME)
+
+    # -- run stage --------------------------------------------------------------------------
+
+    @abstractmethod
+    def run_body(self) -> RunBody:
+        """run.py's `run`, or the default run: one invocation of the single role with the
+        task's prompt."""
+
+    def wall_time_seconds(self) -> float:
+        """The run stage's wall clock."""
+        return float(self.lock.task.limits.wall_time_seconds)
+
+    def agent_environment(self) -> dict[str, str]:
+        """Extra environment of the agent processes (values may be secrets)."""
+        return {}
+
+    @abstractmethod
+    def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
+        """How the built-in oracle runs this task's solution in `container`."""
+
+    @abstractmethod
+    def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
+        """Copy the attempt's artifacts out of `container` into the empty directory `into`,
+        after the run stage (they are kept with the run)."""
+
+    # -- evaluate stage ---------------------------------------------------------------------
+
+    @abstractmethod
+    def verifier(self) -> Verifier:
+        """What scores an attempt of this task."""
+
+
+@dataclass
+class Dataset(ABC):
+    """A loaded dataset of one task format, opened for one command's binding request.
+
+    It is what the planner plans over (a `graph.plan.PlanSource`).
+    """
+
+    format_name: ClassVar[str]
+    root: Path
+    """The dataset directory; `.ageval/` (results, locks, journals) is written under it."""
+    display: str
+    """The dataset as shown in messages."""
+    dataset_id: str
+    version: str
+    task_ids: tuple[str, ...]
+    max_concurrent_tasks: int
+    binding: BindingRequest = field(default_factory=BindingRequest)
+    """How this command binds agents (`--agent`, `--model`, `--profiles`)."""
+    tasks_root: str = "."
+    """Where the tasks are, relative to the root."""
+
+    def task_dir(self, task_id: str) -> Path:
+        return self.root / self.tasks_root / task_id
+
+    def check_task(self, task_id: str) -> None:
+        """Raise `task_not_found` for a task that is not in the dataset."""
+        if task_id not in self.task_ids:
+            known = ", ".join(self.task_ids[:10]) or "none"
+            raise ConfigError(
+                "task_not_found",
+                f"the dataset has no task {task_id!r}",
+                file=self.display
+                if self.tasks_root == "."
+                else f"{self.display}/{self.tasks_root}",
+                field="--task",
+                hint=f"--task must equal a task directory name; tasks: {known}",
+            )
+
+    def dataset_file(self, name: str) -> Path:
+        return self.root / name
+
+    def profiles_path(self) -> Path | None:
+        """The profiles file in use: `--profiles`, else the dataset's own profiles.yaml."""
+        if self.binding.profiles is not None:
+            return self.binding.profiles
+        path = self.root / PROFILES_FILE
+        return path if path.exists() else None
+
+    def profiles_digest(self) -> dict[str, str] | None:
+        path = self.profiles_path()
+        if path is None or not path.is_file():
+            return None
+        digests = {path.name: digest_file(path)}
+        overlays = path.parent / "overlays"
+        if overlays.is_dir():
+            from agevalx.cache.tree import hash_tree
+
+            for entry in hash_tree(overlays).entries:
+                if entry.type == "file":
+                    digests[f"overlays/{entry.path}"] = str(entry.digest)
+        return digests
+
+    def lock_document(self, task_id: str, files: Mapping[str, str]) -> dict[str, Any]:
+        root = self.task_dir(task_id)
+
+        def digester(path: Path, _: object) -> str:
+            found = files.get(path.relative_to(root).as_posix(), "")
+            return found.removesuffix("+x") or digest_file(path)
+
+        return self.lock_task(task_id, digester).document()
+
+    @abstractmethod
+    def lock_task(self, task_id: str, digester: FileDigester) -> TaskLock:
+        """Validate and resolve one task for this command's binding."""
+
+    @abstractmethod
+    def runtime(self, lock: TaskLock) -> TaskRuntime:
+        """The hooks of a locked task of this dataset."""
+
+    def warnings(self) -> list[AgevalWarning]:
+        """What loading reported (declared settings that are not applied)."""
+        return []
+
+    def settings_digest(self) -> str | None:
+        """Names run-wide format settings in lock keys (a Harbor job config); None: none."""
+        return None
+
+    def metric(self) -> str | None:
+        """The job metric the summary is keyed by (a Harbor primary metric and strategy)."""
+        return None
+
+    def attempt_strategy(self) -> str:
+        """`avg` (every attempt runs) or `pass` (a task stops at its first passed attempt)."""
+        return "avg"
+
+    def summary_sections(
+        self, task_ids: tuple[str, ...], results: list[AttemptResult]
+    ) -> dict[str, Any]:
+        """Sections the format adds to a job's summary.json, by name."""
+        return {}
+
+
+def dataset_of(plan: Plan) -> Dataset:
+    """The dataset a plan was made over (every plan of ageval's commands has one)."""
+    dataset = plan.dataset
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"the plan is not over a dataset: {dataset!r}")
+    return dataset

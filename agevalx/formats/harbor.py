@@ -1,0 +1,326 @@
+"""The Harbor task format (seed 003): task.toml, instruction.md, environment/, tests/.
+
+A Harbor task runs through the same attempt pipeline as an ageval task; these are its hooks:
+the container gets the task's resources and `[environment.env]`; preparing it copies
+environment/ into the workdir of a prebuilt image, creates /logs and runs the healthcheck; the
+agent works in the task's workdir (its image's WORKDIR when it sets none) with instruction.md
+as its prompt and the Harbor agent timeout as its wall clock; the oracle runs solve.sh as
+Harbor's oracle agent does; Harbor's verifier scores (tests/test.sh, a verifier class, or a
+separate verifier environment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agevalx.agents.oracle import OracleLayout
+from agevalx.dataset.files import FileDigester
+from agevalx.environments.attempt import AttemptEnvironment
+from agevalx.environments.container import WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.errors import AgevalError, AgevalWarning, ConfigError
+from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
+from agevalx.evaluation.session import ScoringSession
+from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
+from agevalx.harbor.dataset import HarborSource, harbor_lock, listed_tasks, slug
+from agevalx.harbor.images import image_workdir
+from agevalx.harbor.options import HarborOptions
+from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierOutcome, VerifierStatus
+from agevalx.harbor.sandbox import (
+    AGENT_LOGS,
+    collect_artifacts,
+    container_spec,
+    home_of,
+    prepare_environment,
+)
+from agevalx.harbor.scoring import AttemptScore, score_outcome
+from agevalx.harbor.separate import verify_separately
+from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.harbor.summary import harbor_summary
+from agevalx.harbor.verifier import ORACLE_LOG, SOLVE_SCRIPT, healthcheck, run_verifier
+from agevalx.lockfile.binding import BindingRequest, bind_single_role
+from agevalx.lockfile.models import TaskLock
+from agevalx.runner.snapshot import SnapshotRoots
+
+SANDBOX_RETRIES = 2
+"""Further tries of a verification whose sandbox failed (Harbor's FATAL)."""
+NO_TIMEOUT = 86400.0
+"""The wall clock of a task whose agent has no timeout."""
+
+
+@dataclass
+class HarborDataset(Dataset):
+    """Harbor tasks: a task directory, a directory of tasks and/or a job config's sources."""
+
+    format_name = "harbor"
+    source: HarborSource | None = None
+    task_dirs: dict[str, Path] = field(default_factory=dict)
+    """Tasks that do not live under the root (a job config's `datasets`/`tasks`)."""
+    loaded_warnings: list[AgevalWarning] = field(default_factory=list)
+
+    @property
+    def options(self) -> HarborOptions:
+        assert self.source is not None
+        return self.source.options
+
+    def task_dir(self, task_id: str) -> Path:
+        return self.task_dirs.get(task_id) or self.root / task_id
+
+    def task_spec(self, task_id: str, *, templates: bool = False) -> HarborTaskSpec:
+        """The resolved task (env templates from the host, unless `templates`)."""
+        assert self.source is not None
+        spec = self.source.spec(task_id, self.task_dir(task_id), templates)
+        if spec.failure is not None:
+            raise ConfigError(
+                spec.failure.code, spec.failure.message, file=str(spec.dir / "task.toml")
+            )
+        return spec
+
+    def lock_task(self, task_id: str, digester: FileDigester) -> TaskLock:
+        self.check_task(task_id)
+        binding = bind_single_role(self, self.binding)
+        return harbor_lock(self, self.task_spec(task_id, templates=True), binding, digester)
+
+    def runtime(self, lock: TaskLock) -> TaskRuntime:
+        return HarborRuntime(self, lock)
+
+    def warnings(self) -> list[AgevalWarning]:
+        return list(self.loaded_warnings)
+
+    def settings_digest(self) -> str | None:
+        return self.options.digest()
+
+    def metric(self) -> str | None:
+        return f"{self.options.primary_metric}/{self.options.effective_strategy}"
+
+    def attempt_strategy(self) -> str:
+        return self.options.effective_strategy
+
+    def summary_sections(self, task_ids: tuple[str, ...], results: list[Any]) -> dict[str, Any]:
+        options = self.options
+        summary = harbor_summary(
+            task_ids, results, options.primary_metric, options.effective_strategy
+        )
+        return {"harbor": summary.model_dump(mode="json")}
+
+
+def open_harbor(
+    path: Path | None, options: HarborOptions | None, binding: BindingRequest
+) -> HarborDataset | None:
+    """A Harbor task directory, a directory of tasks and/or a job config's `datasets`/`tasks`
+    as a dataset; None when `path` is neither and no Harbor options were given."""
+    listed = listed_tasks(path)
+    if listed is None and options is None:
+        return None
+    options = options or HarborOptions()
+    source = HarborSource(path, options)
+    task_dirs: dict[str, Path] = {}
+    if options.has_job_sources or listed is None:
+        job = source.load(path, templates=True)
+        task_ids = tuple(spec.name for spec in job.tasks)
+        task_dirs = {spec.name: spec.dir for spec in job.tasks}
+        root = listed[0] if listed else (path if path is not None else options.base_dir)
+        warnings = list(job.warnings)
+    else:
+        root, task_ids = listed
+        warnings = list(options.warnings)
+    name = root.resolve().name
+    if path is None and options.job_config and not options.job_config.lstrip().startswith("{"):
+        name = Path(options.job_config).stem
+    return HarborDataset(
+        root=root,
+        display=root.as_posix(),
+        dataset_id=f"harbor/{slug(name)}"[:128],
+        version="harbor",
+        task_ids=task_ids,
+        max_concurrent_tasks=1,
+        binding=binding,
+        source=source,
+        task_dirs={k: v for k, v in task_dirs.items() if v != (root / k).resolve()},
+        loaded_warnings=[AgevalWarning(**w.model_dump()) for w in warnings],
+    )
+
+
+class HarborRuntime(TaskRuntime):
+    """A Harbor task's hooks, over the task resolved with the host's environment."""
+
+    dataset: HarborDataset
+
+    def __init__(self, dataset: HarborDataset, lock: TaskLock) -> None:
+        super().__init__(dataset, lock)
+        self.spec = dataset.task_spec(lock.task_id)
+
+    def container_spec(self, base: ContainerSpec) -> ContainerSpec:
+        own = container_spec(self.spec, base.image, base.name_hint)
+        return dataclasses.replace(
+            base,
+            cpus=own.cpus,
+            memory_mb=own.memory_mb,
+            gpus=own.gpus,
+            environment=own.environment,
+        )
+
+    def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
+        container = environment.container
+        prepare_environment(container, self.spec, workdir=workdir)
+        if self.spec.healthcheck is not None:
+            healthcheck(container, self.spec, workdir=workdir)
+
+    def workdir(self, image: str) -> str:
+        return self.spec.workdir or image_workdir(image) or "/"
+
+    def snapshot_roots(self, workdir: str) -> SnapshotRoots:
+        """The workdir and HOME; a task working in `/` keeps no workspace tree (only a
+        surviving container, or the committed image, holds its files)."""
+        roots = super().snapshot_roots(workdir)
+        return roots if workdir.rstrip("/") else dataclasses.replace(roots, workspace=WORKSPACE)
+
+    def wall_time_seconds(self) -> float:
+        return self.spec.agent_timeout_sec or NO_TIMEOUT
+
+    def run_body(self) -> RunBody:
+        instruction = self.spec.instruction
+
+        def default_run(ctx: Any) -> None:
+            ctx.invoke(ctx.roles[0], instruction)
+
+        return default_run
+
+    def agent_environment(self) -> dict[str, str]:
+        """`[environment.env]` (also the container's) and the job's `agents[0].env`."""
+        return {**self.spec.environment_env, **self.spec.agent_env}
+
+    def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
+        """Harbor's oracle agent: solution/ to /solution, `chmod +x`, solve.sh run directly
+        with its output in /logs/agent/oracle.txt, the exec user's HOME,
+        DEBIAN_FRONTEND=noninteractive, the agent env and `[solution].env` on top; the time
+        left truncated to whole seconds."""
+        return OracleLayout(
+            target=str(Path(SOLVE_SCRIPT).parent),
+            setup=f"mkdir -p {AGENT_LOGS} && chmod 777 {AGENT_LOGS} && chmod +x {SOLVE_SCRIPT}",
+            command=f"({SOLVE_SCRIPT}) > {ORACLE_LOG} 2>&1",
+            home=home_of(container, None),
+            environment={
+                "DEBIAN_FRONTEND": "noninteractive",
+                **self.spec.agent_env,
+                **self.spec.solution_env,
+            },
+            output_file=ORACLE_LOG,
+            whole_seconds=True,
+        )
+
+    def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
+        """/logs/artifacts and the declared `[[artifacts]]`, as Harbor's trial collects them."""
+        collect_artifacts(container, self.spec, into)
+
+    def verifier(self) -> Verifier:
+        return HarborVerifier(self.spec)
+
+
+class HarborVerifier(Verifier):
+    """Harbor's verifier: tests/test.sh (or the job's verifier class) in a container of the
+    attempt's final filesystem, or in a separate verifier environment that gets the attempt's
+    artifacts. A sandbox failure (FATAL) is tried again in new containers."""
+
+    def __init__(self, spec: HarborTaskSpec) -> None:
+        self.spec = spec
+
+    def verify(self, session: ScoringSession) -> EvaluationResult:
+        started = time.monotonic()
+        outcome = verify_with_retries(lambda: self._verify_once(session))
+        return result_document(outcome, score_outcome(outcome), time.monotonic() - started)
+
+    def _attempt(self, session: ScoringSession) -> AttemptContainer:
+        spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
+        return session.attempt_container(spec, full_filesystem=True)
+
+    def _verify_once(self, session: ScoringSession) -> VerifierOutcome:
+        trials = session.trials_dir
+        if self.spec.verifier.separate is not None:
+            return verify_separately(
+                self.spec,
+                session.artifacts or (lambda into: self._collect(session, into)),
+                lambda view: self._verifier_container(session, view),
+                trial_root=trials,
+            )
+        container = self._attempt(session)
+        try:
+            workdir = session.run.workdir or "/"
+            return run_verifier(container, self.spec, workdir=workdir, trial_root=trials)
+        finally:
+            session.discard(container)
+
+    def _collect(self, session: ScoringSession, into: Path) -> None:
+        source = self._attempt(session)
+        try:
+            collect_artifacts(source, self.spec, into)
+        finally:
+            session.discard(source)
+
+    def _verifier_container(
+        self, session: ScoringSession, view: HarborTaskSpec
+    ) -> tuple[AttemptContainer, str]:
+        image = session.scoring_image("verifier")
+        container = session.start(container_spec(view, image, f"verifier-{session.attempt_id}"))
+        return container, view.workdir or image_workdir(image) or "/"
+
+
+def verify_with_retries(
+    verify: Callable[[], VerifierOutcome], retries: int = SANDBOX_RETRIES
+) -> VerifierOutcome:
+    """A FATAL verification (the sandbox failed, not the verifier) is tried again, in a new
+    container; still FATAL after `retries`, the attempt is void: `verifier_sandbox_failed`,
+    and the job's Harbor summary says it has no official score."""
+    outcome = verify()
+    for _ in range(retries):
+        if outcome.status != VerifierStatus.FATAL:
+            return outcome
+        outcome = verify()
+    if outcome.status == VerifierStatus.FATAL:
+        raise AgevalError(
+            VERIFIER_SANDBOX_FAILED,
+            f"the sandbox failed while verifying, {retries + 1} times: {outcome.message}",
+            hint="the attempt has no score and the job no official score; check the Docker "
+            "engine, then run again (the agent's run is reused)",
+        )
+    return outcome
+
+
+def result_document(
+    outcome: VerifierOutcome, scored: AttemptScore | None, seconds: float
+) -> EvaluationResult:
+    """A verification as an evaluation result (seed 003's scoring rules)."""
+    details: dict[str, Any] = {"verifier": str(outcome.status), "exit_code": outcome.exit_code}
+    output = outcome.test_output[-OUTPUT_TAIL:]
+    if scored is None:  # the verifier raised: the attempt has no score
+        return checked(
+            {
+                "status": "ERROR",
+                "error": {
+                    "type": outcome.code or "verifier_failed",
+                    "message": outcome.message or "the verifier failed",
+                    "traceback": getattr(outcome, "traceback", None) or outcome.test_output,
+                },
+                "details": details,
+                "seconds": round(seconds, 3),
+                "evaluator_output": output,
+            }
+        )
+    details.update(
+        passed=scored.passed,
+        warning=scored.warning,
+        extra={"eval_raw_data": {"rewards": dict(scored.rewards)}},
+    )
+    return checked(
+        {
+            "status": {True: "PASS", False: "FAIL", None: "DONE"}[scored.passed],
+            "score": scored.score,
+            "details": details,
+            "seconds": round(seconds, 3),
+            "evaluator_output": output,
+        }
+    )

@@ -1,0 +1,81 @@
+"""Planning a command's graph: open the dataset in its format, choose the tasks, key the request.
+
+Every command that plans (run, lock, graph show/explain, replay) asks through a `PlanRequest`,
+so the request values rules read are named in one place (`request_values`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agevalx.cache.store import CacheStore
+from agevalx.formats import open_dataset
+from agevalx.formats.base import Dataset
+from agevalx.graph.plan import GraphRequest, Plan, plan_graph
+from agevalx.harbor.options import HarborOptions
+from agevalx.lockfile.binding import BindingRequest
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to plan: which tasks, how many attempts, and how agents are bound."""
+
+    dataset: Path | None
+    """The dataset directory; `None` for a Harbor job config that lists its own tasks."""
+    tasks: tuple[str, ...] = ()
+    k: int = 1
+    binding: BindingRequest = field(default_factory=BindingRequest)
+    sample: int = 0
+    kinds: frozenset[str] | None = None
+    """Plan only these kinds (and what they need); all when None."""
+    attempts: tuple[int, ...] | None = None
+    """Plan only these attempt indices (a resume); 0..k-1 when None."""
+    fork: dict[str, str] | None = None
+    """A fork's origin: the source attempt and the checkpoint key it starts from."""
+    harbor: HarborOptions | None = None
+    """A Harbor run's job config, `--env-params`, primary metric and strategy."""
+
+
+def request_values(request: PlanRequest, dataset: Dataset) -> dict[str, Any]:
+    """The request inputs rules may read (besides the planner's `attempt` and `tasks`)."""
+    return {
+        "agent": request.binding.agent,
+        "model": request.binding.model,
+        "fork_model": request.binding.fork_model,
+        "sample": request.sample,
+        "k": request.k,
+        "fork": request.fork,
+        "format_settings": dataset.settings_digest(),
+        "metric": dataset.metric(),
+    }
+
+
+def chosen_tasks(dataset: Dataset, tasks: tuple[str, ...]) -> tuple[str, ...]:
+    """The tasks asked for (all when none), each checked to exist, in the order given."""
+    if not tasks:
+        return dataset.task_ids
+    for task_id in tasks:
+        dataset.check_task(task_id)
+    return tuple(dict.fromkeys(tasks))
+
+
+def open_for(request: PlanRequest) -> Dataset:
+    """The dataset `request` plans over, opened for its binding."""
+    request.binding.check()
+    return open_dataset(request.dataset, request.binding, request.harbor)
+
+
+def plan(request: PlanRequest, store: CacheStore, dataset: Dataset | None = None) -> Plan:
+    """Build the graph for `request` (over `dataset` when it is already open); raises
+    ConfigError/UsageError for invalid input."""
+    dataset = dataset or open_for(request)
+    graph_request = GraphRequest(
+        tasks=chosen_tasks(dataset, request.tasks),
+        k=request.k,
+        kinds=request.kinds,
+        attempts=request.attempts,
+        values=request_values(request, dataset),
+    )
+    return plan_graph(dataset, graph_request, store)

@@ -1,0 +1,48 @@
+"""What a run node stores besides its blobs and trees: the `meta` of its action entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.cache.manifest import ActionManifest
+from agevalx.environments.container import HOME, WORKSPACE
+from agevalx.runner.snapshot import SnapshotRoots
+
+
+class RunOutput(BaseModel):
+    """A finished run stage (the run node's action meta)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    attempt_id: str
+    """The attempt's id (`<task>-<attempt>-<run key prefix>`)."""
+    limit: str | None = None
+    """The run-stage quota that ran out (`wall_time_seconds`, `agent_invocations`)."""
+    invocations: int = 0
+    """Agent invocations made."""
+    seconds: dict[str, float] = {}
+    """Seconds spent in the environment and run stages."""
+    committed_image: str
+    """The attempt container committed after the run stage (`ageval/run:<run key>`)."""
+    committed_image_id: str
+    """Its image id."""
+    workdir: str = WORKSPACE
+    """The agent's working directory."""
+    workspace_root: str = WORKSPACE
+    """Where the `workspace` tree was taken (the agent's working directory, unless that is
+    `/`); a restore puts it back there."""
+    forked_from: dict[str, str] | None = None
+    """For a fork: the source attempt and the checkpoint key it started from."""
+
+    @property
+    def roots(self) -> SnapshotRoots:
+        return SnapshotRoots(workspace=self.workspace_root, home=HOME)
+
+    @classmethod
+    def of(cls, action: ActionManifest) -> RunOutput:
+        return cls.model_validate(dict(action.meta))
+
+    def meta(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

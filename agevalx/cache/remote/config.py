@@ -135,11 +135,15 @@ def add_remote(
     try:
         remotes[name] = RemoteConfig(url=url, read_only=read_only, options=options or {})
     except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else "url"
         raise CacheError(
-            "remote_invalid_url",
-            f"remote {name!r}: {exc.errors()[0]['msg']}",
-            field="url",
-            hint="credentials come from the environment, never from the remote's options",
+            "remote_invalid_option" if field == "options" else "remote_invalid_url",
+            f"remote {name!r}: {error['msg']}",
+            field=field,
+            hint="credentials come from the environment, never from the remote's options"
+            if field == "options"
+            else "use a URL such as s3://bucket/prefix or file:///absolute/path",
         ) from exc
     _save(store, remotes)
     return remotes[name]

@@ -89,10 +89,6 @@ class ActionCache(Protocol):
         """File an entry; every object it names must already be stored."""
         ...
 
-    def missing_entries(self, actions: Iterable[ActionId]) -> set[ActionId]:
-        """The subset of `actions` that has no entry file here."""
-        ...
-
     def entries(self) -> Iterator[ActionId]:
         """Every validly named entry this cache holds (not checked for completeness)."""
         ...

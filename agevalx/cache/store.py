@@ -414,13 +414,6 @@ class CacheStore:
         """File an entry copied from another cache (the objects must be here already)."""
         self._store_action(manifest)
 
-    def missing_entries(self, actions: Iterable[ActionId]) -> set[ActionId]:
-        return {
-            action
-            for action in actions
-            if not layout.action_path(self.root, action.kind, action.key).is_file()
-        }
-
     def entries(self) -> Iterator[ActionId]:
         """Every validly named action file, kind by kind."""
         for kind in layout.iter_action_kinds(self.root):

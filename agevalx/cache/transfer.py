@@ -162,7 +162,7 @@ def _copy(
     skipped = dict(found.unusable)
     needed = found.objects
     missing = dest.missing_objects(needed)
-    new_entries = dest.missing_entries(found.entries)
+    new_entries = _unusable_entries(dest, list(found.entries))
     report.objects_present = len(needed) - len(missing)
     report.entries_present = len(found.entries) - len(new_entries)
     if progress is not None:
@@ -178,6 +178,13 @@ def _copy(
         SkippedAction(action=str(action), reason=reason)
         for action, reason in sorted(skipped.items())
     ]
+
+
+def _unusable_entries(dest: CacheBackend, actions: list[ActionId]) -> set[ActionId]:
+    """The entries `dest` lacks or holds in a form it cannot use (those must be written)."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        held = list(pool.map(dest.read_entry, actions))
+    return {action for action, entry in zip(actions, held, strict=True) if entry is None}
 
 
 def _copy_objects(

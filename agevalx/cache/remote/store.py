@@ -228,12 +228,6 @@ class RemoteStore:
                 hint="writes are create-only; `ageval cache gc --remote` deletes unusable entries",
             )
 
-    def missing_entries(self, actions: Iterable[ActionId]) -> set[ActionId]:
-        wanted = sorted(set(actions))
-        self._check_version(create=False)
-        present = self._pool.map(lambda a: self._exists(self._entry_path(a)), wanted)
-        return {action for action, here in zip(wanted, present, strict=True) if not here}
-
     def entries(self) -> Iterator[ActionId]:
         """Every validly named entry file on the remote, sorted."""
         for item in self.list_area(layout.ACTIONS):

@@ -96,6 +96,7 @@ class RemoteStore:
         self.stats = RemoteStats()
         self.fs, self.base = _open_filesystem(url, dict(options or {}))
         self._local = _is_local(self.fs)
+        self._s3 = type(self.fs).__name__ == "S3FileSystem"
         self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="remote")
         self._lock = threading.Lock()
         self._version_lock = threading.Lock()
@@ -386,7 +387,18 @@ class RemoteStore:
             self._version_present = True
 
     def _exists(self, path: str) -> bool:
-        return bool(self._io("stat", lambda: self.fs.exists(path)))
+        return bool(self._io("stat", lambda: self._stat(path)))
+
+    def _stat(self, path: str) -> bool:
+        if not self._s3:
+            return bool(self.fs.exists(path))
+        # One HEAD: s3fs's exists() follows a 404 with a LIST (is it a directory?).
+        bucket, key, _ = self.fs.split_path(path)
+        try:
+            self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return False
+        return True
 
     def _put_new(self, path: str, data: bytes, what: str) -> bool:
         """Create `path` with `data` unless it exists; True if this call created it."""

@@ -23,7 +23,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from agevalx.cache import layout
 from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import ActionManifest, TreeManifest
 
@@ -50,12 +49,6 @@ class ActionId:
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.key}"
-
-    @classmethod
-    def parse(cls, text: str) -> ActionId:
-        """`kind/key` as refs and the CLI write it, validated."""
-        kind, _, key = text.partition("/")
-        return cls(layout.check_kind(kind), layout.check_digest(key, "key"))
 
     @classmethod
     def of(cls, manifest: ActionManifest) -> ActionId:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from agevalx.cache import layout
 from agevalx.cache.atomic import ensure_dir, staged, unwritable, write_atomic
+from agevalx.cache.backend import ActionId, ObjectId
 from agevalx.cache.errors import CacheError
 from agevalx.cache.locking import CacheLock
 from agevalx.cache.manifest import ActionManifest, RefFile, TreeEntry, TreeManifest
@@ -34,7 +35,12 @@ ENTRY_MODE = 0o644
 
 
 class CacheStore:
-    """One cache directory. Safe to share between threads and processes."""
+    """One cache directory. Safe to share between threads and processes.
+
+    This is the local-disk implementation of `CacheBackend` (the action cache plus the
+    content store, see `backend.py`); the methods above that seam (`put_tree`,
+    `restore_tree`, `get_action`, refs, ...) are what the rest of ageval calls.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root.absolute()
@@ -288,6 +294,9 @@ class CacheStore:
 
     def put_action(self, manifest: ActionManifest) -> None:
         """Write an action entry; every blob and tree it names must already be stored."""
+        self._store_action(manifest)
+
+    def _store_action(self, manifest: ActionManifest) -> None:
         with self.in_use():
             missing = self.missing_outputs(manifest)
             if missing:
@@ -350,6 +359,67 @@ class CacheStore:
             return layout.object_path(self.root, _digest(entry)).stat().st_size == entry.size
         except FileNotFoundError:
             return False
+
+    # The backend seam (`CacheBackend`): what `transfer` copies between caches
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def missing_objects(self, objects: Iterable[ObjectId]) -> set[ObjectId]:
+        """The blobs and trees of `objects` that have no file here."""
+        return {obj for obj in objects if not self._has_object(obj)}
+
+    def _has_object(self, obj: ObjectId) -> bool:
+        return self.has_blob(obj.digest) if obj.type == "blob" else self.has_tree(obj.digest)
+
+    def read_object(self, obj: ObjectId) -> bytes:
+        """A blob's or a tree manifest's bytes, verified against the digest."""
+        if obj.type == "blob":
+            return self.get_bytes(obj.digest)
+        path = layout.tree_path(self.root, obj.digest)
+        data = self._read_verified(path, obj.digest)
+        TreeManifest.from_bytes(data, source=str(path))
+        return data
+
+    def write_object(self, obj: ObjectId, data: bytes) -> bool:
+        """Store verified bytes as a blob or a tree (whose blobs must be stored first).
+
+        Returns whether the object was new here. Bytes that do not hash to the digest are
+        refused with `cache_corrupt_object` and nothing is written.
+        """
+        if digest_bytes(data) != obj.digest:
+            raise CacheError(
+                "cache_corrupt_object",
+                f"{obj} does not match its digest; it was not stored",
+                hint="the source holds a corrupt copy; treat it as a cache miss",
+            )
+        if self._has_object(obj):
+            return False
+        if obj.type == "blob":
+            self.put_bytes(data)
+        else:
+            manifest = TreeManifest.from_bytes(data, source=str(obj))
+            if manifest.digest != obj.digest:
+                raise CacheError("cache_invalid_tree", f"{obj} is not in canonical form")
+            self.put_tree_manifest(manifest)
+        return True
+
+    def read_entry(self, action: ActionId) -> ActionManifest | None:
+        """The entry filed under `action` if it parses, whether or not it is complete."""
+        path = layout.action_path(self.root, action.kind, action.key)
+        return read_action(path, action.kind, action.key)
+
+    def write_entry(self, manifest: ActionManifest) -> None:
+        """File an entry copied from another cache (the objects must be here already)."""
+        self._store_action(manifest)
+
+    def entries(self) -> Iterator[ActionId]:
+        """Every validly named action file, kind by kind."""
+        for kind in layout.iter_action_kinds(self.root):
+            for key, _ in layout.iter_sharded(self.root / layout.ACTIONS / kind):
+                if layout.DIGEST_RE.fullmatch(key):
+                    yield ActionId(kind, key)
 
     # Refs
 

@@ -1,19 +1,54 @@
-"""`ageval cache ls|du|verify|gc`."""
+"""`ageval cache ls|du|verify|gc|push|pull` and `ageval cache remote add|list|remove`."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Optional
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from agevalx.cache.gc import DEFAULT_KEEP_NEWEST, collect_garbage
+from agevalx.cache.remote.config import (
+    REMOTE_ENV,
+    add_remote,
+    load_remotes,
+    open_remote,
+    parse_option,
+    remove_remote,
+)
+from agevalx.cache.remote.gc import collect_remote_garbage
+from agevalx.cache.remote.store import RemoteStore
+from agevalx.cache.transfer import TransferReport, all_entries, pull, push, push_refs
 from agevalx.cache.usage import disk_usage, list_actions
 from agevalx.cache.verify import verify_cache
 from agevalx.cli.options import CacheDirOption, JsonOption, open_store
-from agevalx.cli.render import print_json, stdout
+from agevalx.cli.render import print_json, stderr, stdout
+from agevalx.errors import UsageError
 
 app = typer.Typer(help="Inspect and maintain the content-addressed cache.")
+remote_app = typer.Typer(help="Configure the shared remotes this cache pushes to and pulls from.")
+app.add_typer(remote_app, name="remote", no_args_is_help=True)
+
+RemoteOption = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional here
+    typer.Option(
+        "--remote",
+        help=f"A configured remote's name, or a URL (default: ${REMOTE_ENV}, else the only "
+        "configured remote).",
+        show_default=False,
+    ),
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Every action entry of the cache.")]
 
 
 def _size(count: int) -> str:
@@ -109,10 +144,19 @@ def gc(
     keep_newest: Annotated[
         int, typer.Option(min=0, help="Newest complete entries kept per kind besides refs.")
     ] = DEFAULT_KEEP_NEWEST,
+    remote: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--remote", help="Collect this remote (name or URL) instead, from its own refs."
+        ),
+    ] = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Delete what no ref reaches, keeping the newest entries of each kind."""
+    if remote is not None:
+        _gc_remote(remote, keep_newest, cache_dir, as_json)
+        return
     with open_store(cache_dir) as store:
         report = collect_garbage(store, keep_newest_per_kind=keep_newest)
     if as_json:
@@ -124,3 +168,183 @@ def gc(
         f"({_size(report.bytes_freed)}); kept {report.actions_kept} entries",
         markup=False,
     )
+
+
+def _gc_remote(name: str, keep_newest: int, cache_dir: Any, as_json: bool) -> None:
+    with open_store(cache_dir) as store, open_remote(store, name) as remote:
+        report = collect_remote_garbage(remote, keep_newest_per_kind=keep_newest)
+    if as_json:
+        print_json({"ok": True, **report.model_dump(mode="json")})
+        return
+    stdout.print(
+        f"remote {report.remote}: removed {report.entries_removed} entries, "
+        f"{report.trees_removed} trees, {report.blobs_removed} blobs "
+        f"({_size(report.bytes_freed)}); kept {report.entries_kept} entries",
+        markup=False,
+    )
+
+
+@app.command(name="push")
+def push_command(
+    everything: AllOption = False,
+    remote: RemoteOption = None,
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Upload cached nodes, and what they reach, that the remote lacks (with --all: all)."""
+    _require_all(everything, "push")
+    with open_store(cache_dir) as store, open_remote(store, remote) as opened:
+        with _progress_bar(as_json) as bar:
+            report = push(store, opened, all_entries(store), progress=bar)
+        refs = push_refs(store, opened)
+        _render_transfer(report, opened, as_json, refs=refs)
+
+
+@app.command(name="pull")
+def pull_command(
+    everything: AllOption = False,
+    remote: RemoteOption = None,
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Download cached nodes, and what they reach, that this cache lacks (with --all: all)."""
+    _require_all(everything, "pull")
+    with open_store(cache_dir) as store, open_remote(store, remote) as opened:
+        with _progress_bar(as_json) as bar:
+            report = pull(store, opened, all_entries(opened), progress=bar)
+        _render_transfer(report, opened, as_json)
+
+
+def _require_all(everything: bool, verb: str) -> None:
+    if not everything:
+        raise UsageError(
+            "usage_error",
+            f"say what to {verb}: --all",
+            hint=f"ageval cache {verb} --all moves every cached node that the other side lacks",
+        )
+
+
+class _Bar:
+    """A rich progress bar fed by `transfer` (objects and entries done, bytes moved)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+
+    def start(self, total: int) -> None:
+        self.task = self.progress.add_task("transfer", total=total)
+
+    def advance(self, nbytes: int) -> None:
+        if self.task is not None:
+            self.progress.advance(self.task)
+
+
+@contextmanager
+def _progress_bar(as_json: bool) -> Iterator[_Bar | None]:
+    """A progress bar on stderr when it is a terminal (and not --json), else None."""
+    if as_json or not stderr.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=stderr, transient=True) as progress:
+        yield _Bar(progress)
+
+
+def _render_transfer(
+    report: TransferReport, remote: RemoteStore, as_json: bool, refs: int | None = None
+) -> None:
+    stats = remote.stats
+    if as_json:
+        document: dict[str, Any] = {"ok": report.ok, **report.model_dump(mode="json")}
+        document["remote_stats"] = stats.model_dump(mode="json")
+        if refs is not None:
+            document["refs"] = refs
+        print_json(document)
+    else:
+        verb, where = ("pushed", "to") if report.direction == "push" else ("pulled", "from")
+        stdout.print(
+            f"{verb} {report.entries_copied} entries and {report.objects_copied} objects "
+            f"({_size(report.bytes_copied)}) {where} {report.remote} in {report.seconds:.1f}s; "
+            f"already there: {report.entries_present} entries, {report.objects_present} objects"
+            + (f"; {refs} refs" if refs else ""),
+            markup=False,
+        )
+        for skipped in report.skipped:
+            stderr.print(f"skipped {skipped.action}: {skipped.reason}", markup=False)
+        for warning in stats.warnings:
+            stderr.print(f"warning [{warning.code}] {warning.message}", markup=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@remote_app.command(name="add")
+def remote_add(
+    name: Annotated[str, typer.Argument(help="A name for the remote.", show_default=False)],
+    url: Annotated[
+        str,
+        typer.Argument(
+            help="fsspec URL: s3://bucket/prefix, file:///path, ...", show_default=False
+        ),
+    ],
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Never upload to it; only read.")
+    ] = False,
+    option: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--option", "-o", help="A storage option KEY=VALUE (e.g. endpoint_url=...); repeatable."
+        ),
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Configure a shared remote for this cache (stored in <cache>/remotes.json)."""
+    options = dict(parse_option(text) for text in option or [])
+    with open_store(cache_dir) as store:
+        config = add_remote(store, name, url, read_only=read_only, options=options)
+    if as_json:
+        print_json({"ok": True, "name": name, **config.model_dump(mode="json")})
+        return
+    mode = "read-only" if config.read_only else "read-write"
+    stdout.print(f"remote {name}: {config.url} ({mode})", markup=False)
+
+
+@remote_app.command(name="list")
+def remote_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
+    """List the remotes configured for this cache."""
+    with open_store(cache_dir) as store:
+        remotes = load_remotes(store)
+    if as_json:
+        listed = {name: config.model_dump(mode="json") for name, config in remotes.items()}
+        print_json({"ok": True, "remotes": listed})
+        return
+    if not remotes:
+        stdout.print("no remotes configured (add one with: ageval cache remote add NAME URL)")
+        return
+    table = Table(box=None, pad_edge=False)
+    for column in ("name", "url", "mode", "options"):
+        table.add_column(column)
+    for name, config in sorted(remotes.items()):
+        options = " ".join(f"{key}={value}" for key, value in sorted(config.options.items()))
+        table.add_row(name, config.url, "read-only" if config.read_only else "read-write", options)
+    stdout.print(table)
+
+
+@remote_app.command(name="remove")
+def remote_remove(
+    name: Annotated[str, typer.Argument(help="The remote to forget.", show_default=False)],
+    cache_dir: CacheDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Forget a configured remote (nothing on the remote is touched)."""
+    with open_store(cache_dir) as store:
+        remove_remote(store, name)
+    if as_json:
+        print_json({"ok": True, "removed": name})
+        return
+    stdout.print(f"removed remote {name}", markup=False)

@@ -1,4 +1,4 @@
-"""Fixtures for the cache tests: a fresh store and a small source tree."""
+"""Fixtures for the cache tests: a fresh store, a small source tree, entries, a file:// remote."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.cache import CacheStore
+from agevalx.cache import ActionManifest, CacheStore, OutputRef
+from agevalx.cache.remote import RemoteStore
+from agevalx.hashing import digest_json
 
 
 @pytest.fixture
@@ -30,3 +32,45 @@ def source_tree(tmp_path: Path) -> Path:
     os.symlink("a.txt", root / "link")
     os.symlink("/etc/passwd", root / "outside")
     return root
+
+
+class ActionMaker:
+    """Store small run-like entries: a blob output and a tree output of a few files."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self._tmp = tmp_path
+        self._count = 0
+
+    def __call__(
+        self, store: CacheStore, seed: str, files: dict[str, str] | None = None
+    ) -> ActionManifest:
+        self._count += 1
+        source = self._tmp / f"tree-{self._count}"
+        for name, text in (files or {"a.txt": f"a of {seed}", "sub/b.txt": "shared"}).items():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            (source / name).write_text(text)
+        with store.in_use():
+            tree = store.put_tree(source)
+            blob = store.put_bytes(f"result of {seed}".encode())
+            manifest = ActionManifest.create(
+                "run",
+                digest_json(["test", seed]),
+                {
+                    "result": OutputRef(digest=blob, type="blob"),
+                    "workspace": OutputRef(digest=tree.digest, type="tree"),
+                },
+                {"seed": seed},
+            )
+            store.put_action(manifest)
+        return manifest
+
+
+@pytest.fixture
+def make_action(tmp_path: Path) -> ActionMaker:
+    return ActionMaker(tmp_path)
+
+
+@pytest.fixture
+def file_remote(tmp_path: Path) -> Iterator[RemoteStore]:
+    with RemoteStore(f"file://{tmp_path}/remote") as remote:
+        yield remote

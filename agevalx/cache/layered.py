@@ -1,0 +1,75 @@
+"""A local cache in front of a remote one: read-through and write-through.
+
+`LayeredStore` is a `CacheStore` (so everything above the cache takes it unchanged) whose
+two action methods also talk to a `RemoteStore`:
+
+- `get_action`: a local miss is looked up on the remote. The remote entry counts only if
+  every object it reaches downloads and re-hashes to its digest (and, with a signing key,
+  the entry's signature verifies); the objects and then the entry are stored locally, and
+  the local entry is returned. Anything else is a miss plus a warning.
+- `put_action`: once the entry is stored locally, it is uploaded with every object it
+  reaches that the remote lacks, at once, so a crash loses nothing that finished. A
+  read-only remote is never written to.
+
+The remote never fails an operation: its errors become warnings and counts in
+`remote.stats`, and after the first outage it is left alone for the rest of the session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agevalx.cache.backend import ActionId
+from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.remote.stats import RemoteStats
+from agevalx.cache.remote.store import RemoteStore
+from agevalx.cache.store import CacheStore
+from agevalx.cache.transfer import transfer
+
+
+class LayeredStore(CacheStore):
+    """The local cache at `root`, backed by `remote`."""
+
+    def __init__(self, root: Path, remote: RemoteStore) -> None:
+        super().__init__(root)
+        self.remote = remote
+
+    @property
+    def remote_stats(self) -> RemoteStats:
+        """Hits, misses, uploads, write errors and warnings of the remote so far."""
+        return self.remote.stats
+
+    def get_action(self, kind: str, key: str) -> ActionManifest | None:
+        found = super().get_action(kind, key)
+        if found is not None:
+            return found
+        if self.remote.available:
+            report = transfer(self.remote, self, [ActionId(kind, key)], direction="pull")
+            found = super().get_action(kind, key)
+            for skipped in report.skipped if self.remote.available else []:
+                self.remote.stats.warn(
+                    "remote_entry_unusable",
+                    f"{skipped.action} from remote {self.remote.location} not used: "
+                    f"{skipped.reason}; it will be recomputed",
+                )
+        self.remote.stats.add(hits=found is not None, misses=found is None)
+        return found
+
+    def put_action(self, manifest: ActionManifest) -> None:
+        super().put_action(manifest)
+        if self.remote.read_only:
+            return
+        if not self.remote.available:
+            self.remote.stats.add(write_errors=1)
+            return
+        report = transfer(self, self.remote, [ActionId.of(manifest)], direction="push")
+        self.remote.stats.add(write_errors=len(report.skipped))
+        for skipped in report.skipped if self.remote.available else []:
+            self.remote.stats.warn(
+                "remote_write_failed",
+                f"{skipped.action} was not uploaded to {self.remote.location}: {skipped.reason}",
+            )
+
+    def close(self) -> None:
+        super().close()
+        self.remote.close()

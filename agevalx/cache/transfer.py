@@ -1,0 +1,257 @@
+"""Copy action entries and everything they reach between caches: push and pull.
+
+`transfer(source, dest, roots)` works on any two `CacheBackend`s: it follows the roots'
+closure on the source, asks the destination what it lacks, and copies only that, in
+dependency order: blobs, then trees (whose blobs are then in place), then the entries.
+Every object is re-hashed when read from the source and again when stored. A root whose
+objects cannot all be copied is skipped and reported; its entry is never written, so the
+destination never holds an entry naming a missing object.
+
+`push(store, remote, roots)` and `pull(store, remote, roots)` are the two directions;
+`all_entries` gives the roots of `--all`, and a caller that selects a dataset or a job
+passes those entries' ids instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agevalx.cache.backend import ActionId, CacheBackend, ObjectId, blobs_of
+from agevalx.cache.closure import WORKERS, Closure, closure
+from agevalx.cache.errors import CacheError
+from agevalx.cache.remote.store import RemoteStore
+from agevalx.cache.store import CacheStore
+
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class TransferProgress(Protocol):
+    """Told how much there is to copy, then of each object or entry copied."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, nbytes: int) -> None: ...
+
+
+class SkippedAction(BaseModel):
+    """A root that was not copied, and why."""
+
+    model_config = _CONFIG
+
+    action: str
+    """`kind/key`."""
+    reason: str
+    """What was missing, corrupt, untrusted or failed."""
+
+
+class TransferReport(BaseModel):
+    """What one push or pull moved."""
+
+    model_config = _CONFIG
+
+    direction: Literal["push", "pull", "copy"]
+    """Which way the data went."""
+    remote: str
+    """The remote's name or URL."""
+    roots: int = 0
+    """Action entries asked for."""
+    entries_copied: int = 0
+    """Entries written at the destination."""
+    entries_present: int = 0
+    """Entries the destination already had."""
+    objects_copied: int = 0
+    """Blobs and trees written at the destination."""
+    objects_present: int = 0
+    """Blobs and trees the destination already had (not transferred)."""
+    bytes_copied: int = 0
+    """Bytes of the objects and entries written."""
+    absent: int = 0
+    """Roots the source has no (trusted) entry for."""
+    skipped: list[SkippedAction] = Field(default_factory=list)
+    """Roots found but not copied: some object they need could not be copied."""
+    seconds: float = 0.0
+    """Wall-clock time."""
+
+    @property
+    def ok(self) -> bool:
+        """True if every root the source holds was copied or already there."""
+        return not self.skipped
+
+
+def push(
+    store: CacheStore,
+    remote: RemoteStore,
+    roots: Iterable[ActionId],
+    *,
+    progress: TransferProgress | None = None,
+) -> TransferReport:
+    """Upload the `roots` entries and what they reach that the remote lacks."""
+    remote.require_writable()
+    report = transfer(store, remote, roots, direction="push", progress=progress)
+    remote.stats.add(write_errors=len(report.skipped))
+    return report
+
+
+def pull(
+    store: CacheStore,
+    remote: RemoteStore,
+    roots: Iterable[ActionId],
+    *,
+    progress: TransferProgress | None = None,
+) -> TransferReport:
+    """Download the `roots` entries and what they reach that the local cache lacks."""
+    return transfer(remote, store, roots, direction="pull", progress=progress)
+
+
+def push_refs(store: CacheStore, remote: RemoteStore, names: Iterable[str] | None = None) -> int:
+    """Copy local refs (all, or `names`) to the remote, replacing same-named ones there."""
+    remote.require_writable()
+    refs = store.list_refs()
+    chosen = sorted(refs) if names is None else sorted(set(names) & set(refs))
+    for name in chosen:
+        remote.set_ref(name, refs[name])
+    return len(chosen)
+
+
+def all_entries(backend: CacheBackend) -> list[ActionId]:
+    """Every entry a cache holds: the roots of `push --all` and `pull --all`."""
+    return sorted(backend.entries())
+
+
+def transfer(
+    source: CacheBackend,
+    dest: CacheBackend,
+    roots: Iterable[ActionId],
+    *,
+    direction: Literal["push", "pull", "copy"] = "copy",
+    progress: TransferProgress | None = None,
+) -> TransferReport:
+    """Copy the `roots` entries from `source` to `dest` with everything they reach."""
+    started = time.monotonic()
+    wanted = sorted(set(roots))
+    remote = dest if direction == "push" else source
+    report = TransferReport(direction=direction, remote=remote.location, roots=len(wanted))
+    with source.in_use(), dest.in_use():
+        try:
+            _copy(source, dest, wanted, report, progress)
+        except CacheError as exc:  # the remote went away mid-way: the rest is skipped
+            done = {item.action for item in report.skipped}
+            report.skipped += [
+                SkippedAction(action=str(action), reason=exc.message)
+                for action in wanted
+                if str(action) not in done
+            ]
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def _copy(
+    source: CacheBackend,
+    dest: CacheBackend,
+    wanted: list[ActionId],
+    report: TransferReport,
+    progress: TransferProgress | None,
+) -> None:
+    found = closure(source, wanted)
+    report.absent = len(found.absent)
+    skipped = dict(found.unusable)
+    needed = found.objects
+    missing = dest.missing_objects(needed)
+    new_entries = _unusable_entries(dest, list(found.entries))
+    report.objects_present = len(needed) - len(missing)
+    report.entries_present = len(found.entries) - len(new_entries)
+    if progress is not None:
+        progress.start(len(missing) + len(new_entries))
+    failed = _copy_objects(source, dest, found, missing, report, progress)
+    for action in sorted(found.entries):
+        broken = sorted(found.reach[action] & failed.keys())
+        if broken:
+            skipped[action] = failed[broken[0]]
+        elif action in new_entries:
+            _copy_entry(dest, found, action, skipped, report, progress)
+    report.skipped = [
+        SkippedAction(action=str(action), reason=reason)
+        for action, reason in sorted(skipped.items())
+    ]
+
+
+def _unusable_entries(dest: CacheBackend, actions: list[ActionId]) -> set[ActionId]:
+    """The entries `dest` lacks or holds in a form it cannot use (those must be written)."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        held = list(pool.map(dest.read_entry, actions))
+    return {action for action, entry in zip(actions, held, strict=True) if entry is None}
+
+
+def _copy_objects(
+    source: CacheBackend,
+    dest: CacheBackend,
+    found: Closure,
+    missing: set[ObjectId],
+    report: TransferReport,
+    progress: TransferProgress | None,
+) -> dict[ObjectId, str]:
+    """Copy blobs, then the trees whose blobs all made it; return what failed and why."""
+    failed: dict[ObjectId, str] = {}
+
+    def copy(obj: ObjectId) -> int | str:
+        """Bytes written (0 if another writer got there first), or why it failed."""
+        try:
+            tree = found.trees.get(obj.digest) if obj.type == "tree" else None
+            data = tree.canonical_bytes() if tree is not None else source.read_object(obj)
+            written = len(data) if dest.write_object(obj, data) else 0
+        except CacheError as exc:
+            return exc.message
+        if progress is not None:
+            progress.advance(written)
+        return written
+
+    _run(copy, sorted(obj for obj in missing if obj.type == "blob"), failed, report)
+    trees: list[ObjectId] = []
+    for obj in sorted(obj for obj in missing if obj.type == "tree"):
+        lost = sorted(blobs_of(found.trees[obj.digest]) & failed.keys())
+        if lost:
+            failed[obj] = failed[lost[0]]
+        else:
+            trees.append(obj)
+    _run(copy, trees, failed, report)
+    return failed
+
+
+def _run(
+    copy: Callable[[ObjectId], int | str],
+    objects: list[ObjectId],
+    failed: dict[ObjectId, str],
+    report: TransferReport,
+) -> None:
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for obj, outcome in zip(objects, pool.map(copy, objects), strict=True):
+            if isinstance(outcome, str):
+                failed[obj] = outcome
+            else:
+                report.objects_copied += 1
+                report.bytes_copied += outcome
+
+
+def _copy_entry(
+    dest: CacheBackend,
+    found: Closure,
+    action: ActionId,
+    skipped: dict[ActionId, str],
+    report: TransferReport,
+    progress: TransferProgress | None,
+) -> None:
+    manifest = found.entries[action]
+    try:
+        dest.write_entry(manifest)
+    except CacheError as exc:
+        skipped[action] = exc.message
+        return
+    report.entries_copied += 1
+    report.bytes_copied += len(manifest.canonical_bytes())
+    if progress is not None:
+        progress.advance(len(manifest.canonical_bytes()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import webbrowser
 from pathlib import Path
@@ -93,8 +94,8 @@ def view(
 
 
 def _serve(server: ViewServer, open_browser: bool | None, as_json: bool) -> None:
-    if as_json:
-        print_json({"ok": True, "url": server.url})
+    if as_json:  # one line, read while the server runs
+        sys.stdout.write(json.dumps({"ok": True, "url": server.url}, sort_keys=True) + "\n")
     else:
         stdout.print(f"ageval view: {server.url}  (Ctrl-C stops it)", markup=False)
     sys.stdout.flush()

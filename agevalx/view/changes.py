@@ -37,14 +37,15 @@ class FileChange:
 def tree_changes(
     store: CacheStore, before: TreeManifest | None, after: TreeManifest
 ) -> list[FileChange]:
-    """The paths added, removed or modified from `before` to `after` (None: an empty tree)."""
+    """The files and symlinks added, removed or modified from `before` to `after` (None: an
+    empty tree), in path order."""
     old = {entry.path: entry for entry in before.entries} if before else {}
     new = {entry.path: entry for entry in after.entries}
     changes: list[FileChange] = []
     for path in sorted(old.keys() | new.keys()):
         was, now = old.get(path), new.get(path)
-        if was == now or (was and now and was.type == now.type == "dir"):
-            continue
+        if was == now or all(entry.type == "dir" for entry in (was, now) if entry is not None):
+            continue  # a directory is shown by the files that changed in it
         change: Change = "added" if was is None else "removed" if now is None else "modified"
         detailed = len(changes) < DETAILED_FILES
         diff, note = _diff(store, was, now) if detailed else (None, "not compared: many changes")

@@ -57,6 +57,7 @@ def attempt_page(
     return document(
         f"{result.task_id} #{result.attempt} · {result.attempt_id}",
         links,
+        _contents(),
         _summary(view, jobs, links),
         section("prompt", "Prompt", _prompts(view)),
         section("evaluation", "Evaluation", _evaluation(view)),
@@ -68,6 +69,24 @@ def attempt_page(
         section("lineage", "Lineage", _lineage(view, links, known)),
         section("files", "Raw files", _files(view, links)),
     )
+
+
+SECTIONS = (
+    ("prompt", "prompt"),
+    ("evaluation", "evaluation"),
+    ("actions", "terminal actions"),
+    ("transcript", "transcript"),
+    ("activity", "activity"),
+    ("changes", "file changes"),
+    ("nodes", "node keys"),
+    ("lineage", "lineage"),
+    ("files", "raw files"),
+)
+
+
+def _contents() -> Html:
+    entries = (el("a", title, href=f"#{anchor}") for anchor, title in SECTIONS)
+    return el("nav", join(entries, " · "), class_="contents")
 
 
 def part_page(

@@ -220,7 +220,8 @@ def _actions(view: AttemptView, links: Links, page: int) -> Html:
     attempt = view.result.attempt_id
     nav = pager(view.action_pages, page, lambda n: links.attempt(attempt, "actions", n))
     shown = _slice(view.commands, page, ACTIONS_PER_PAGE)
-    summary = el("p", f"{len(view.commands)} terminal actions", class_="muted")
+    count = len(view.commands)
+    summary = el("p", f"{count} terminal action{'' if count == 1 else 's'}", class_="muted")
     return join([summary, nav, *(_action(command) for command in shown), nav])
 
 

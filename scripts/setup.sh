@@ -18,6 +18,12 @@ if ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
 fi
 
+# Debian's chromium runs the browser tests of `ageval view`, driven by Playwright's Python
+# package with this system browser: no browser is downloaded (never `playwright install`).
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 stamp=.venv/.ageval-setup
 if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt "$stamp" ]; then
   "$python" -m venv .venv

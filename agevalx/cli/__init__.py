@@ -15,6 +15,7 @@ from agevalx.cli import lock as lock_command
 from agevalx.cli import replay as replay_command
 from agevalx.cli import report as report_command
 from agevalx.cli import run as run_command
+from agevalx.cli import view as view_command
 from agevalx.cli.render import render_error
 from agevalx.errors import AgevalError, UsageError
 
@@ -34,6 +35,7 @@ app.command(name="run", no_args_is_help=True)(run_command.run)
 app.command(name="report", no_args_is_help=True)(report_command.report)
 app.command(name="checkpoints", no_args_is_help=True)(checkpoints_command.checkpoints)
 app.command(name="replay", no_args_is_help=True)(replay_command.replay)
+app.command(name="view")(view_command.view)
 app.add_typer(graph_command.app, name="graph", no_args_is_help=True)
 app.add_typer(cache_command.app, name="cache", no_args_is_help=True)
 

@@ -18,11 +18,12 @@ Binding = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str | None], ...]]
 
 def build_report(source: Path, *, job: str | None = None) -> Report:
     """The report of a dataset dir (every attempt, or one `job`), a job dir or a summary.json."""
-    return _report_of(collect(source, job))
+    return report_of(collect(source, job))
 
 
-def _report_of(collected: Collected) -> Report:
-    """Rows sorted so that the same results always give the same report."""
+def report_of(collected: Collected) -> Report:
+    """The report of results already collected; rows sorted so that the same results always
+    give the same report."""
     results = collected.results
     k = collected.k or max(result.attempt for result in results) + 1
     by_task: dict[tuple[str, Binding], list[AttemptResult]] = defaultdict(list)

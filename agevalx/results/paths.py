@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agevalx.graph.nodes import Node
+if TYPE_CHECKING:  # graph.lineage imports this module: importing graph here would be a cycle
+    from agevalx.graph.nodes import Node
 
 RUNS_DIR = ".ageval/runs"
 SUITE_RUNS_DIR = ".ageval/suite-runs"

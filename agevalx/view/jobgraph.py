@@ -14,9 +14,11 @@ from typing import Any
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
-from agevalx.graph import Plan, PlanRequest, explain, plan
+from agevalx.formats.base import dataset_of
+from agevalx.graph import Plan, explain
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.binding import PROFILES_FILE
+from agevalx.operations.planning import PlanRequest, plan
 from agevalx.operations.run import SAMPLE_FILE
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.view.attempt import attempt_lock
@@ -76,7 +78,7 @@ def job_graph(
         )
         for node in planned.nodes()
     ]
-    every_task = set(planned.task_ids) == set(planned.dataset.task_ids)
+    every_task = set(planned.task_ids) == set(dataset_of(planned).task_ids)
     return JobGraph(summary.job_id, _flags(request, every_task), nodes)
 
 

@@ -1,6 +1,6 @@
 """An attempt's lineage: the fork it is, the forks and replays grown from it, their reports.
 
-Branches are the records `agevalx.graph.lineage` keeps under `.ageval/graph/branches/`; a
+Branches are the records `agevalx.operations.lineage` keeps under `.ageval/graph/branches/`; a
 replay's report is its `replay.json` (`agevalx.operations.replay.ReplayReport`).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agevalx.cache.store import CacheStore
-from agevalx.graph.lineage import NODE_KIND, Branch, recorded_branches
+from agevalx.operations.lineage import NODE_KIND, Branch, recorded_branches
 from agevalx.operations.replay import REPLAY_FILE, ReplayReport
 from agevalx.results.paths import attempt_dir
 

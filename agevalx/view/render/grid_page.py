@@ -6,6 +6,7 @@ by a column and the comparison, reading the `data-*` attributes written here.
 
 from __future__ import annotations
 
+from agevalx.harbor.summary import HarborSummary
 from agevalx.results.models import JobSummary, TaskMetrics
 from agevalx.view.grid import STATUSES, Cell, Column, Grid
 from agevalx.view.render.layout import (
@@ -65,10 +66,12 @@ def _summary(job: JobSummary) -> str:
 
 
 def _harbor(job: JobSummary) -> str:
-    if job.harbor is None:
+    section = (job.model_extra or {}).get("harbor")
+    if section is None:
         return "—"
-    official = "" if job.harbor.official else " (not official)"
-    return f"{job.harbor.metric_name} {number(job.harbor.primary)}{official}"
+    harbor = HarborSummary.model_validate(section)
+    official = "" if harbor.official else " (not official)"
+    return f"{harbor.metric_name} {number(harbor.primary)}{official}"
 
 
 def _controls(columns: list[Column]) -> Html:

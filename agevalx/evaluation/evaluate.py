@@ -1,8 +1,8 @@
 """The evaluate node's executor: score one run's final outputs with its task's verifier.
 
-The task's format picks the verifier (an ageval task's evaluator.py, a Harbor task's
-tests/test.sh, verifier class or separate verifier environment); this executor only opens the
-scoring session the verifier works in and stores what it returns.
+The task's format picks the verifier (`TaskRuntime.verifier`: evaluator.py, a test script, a
+verifier class, a separate verifier environment); this executor only opens the scoring
+session the verifier works in and stores what it returns.
 """
 
 from __future__ import annotations

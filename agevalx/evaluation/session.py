@@ -48,10 +48,9 @@ class ScoringSession:
     """The task's image, which `restore` fills when `attempt_image` is gone."""
     restore: Restore | None = None
     scoring_images: dict[str, str] = field(default_factory=dict)
-    """Images the task scores in besides the attempt's, by name (a Harbor separate verifier's
-    environment is `verifier`)."""
+    """Images the task scores in besides the attempt's, by name (its `scoring_image` nodes)."""
     trials_dir: Path | None = None
-    """Where verifiers that keep files on the host (Harbor verifier classes) write them."""
+    """Where verifiers that keep files on the host (verifier classes run there) write them."""
     artifacts: Callable[[Path], None] | None = None
     """Puts the artifacts collected after the run into an empty directory (None: none were
     collected, as for a replay: take them from `attempt_container`)."""

@@ -173,7 +173,7 @@ def _locked_role(
         entry=profile.options.entry,
         api_key=profile.api_key,
         base_url=profile.base_url,
-        model=_resolved_model(profile, request.model, display, field),
+        model=_resolved_model(profile, request.model or request.fork_model, display, field),
         options=profile.options.model_dump(exclude={"entry"}),
         extensions=[extension.plugin for extension in profile.extensions],
         overlays=_overlay_digests(profile, loaded, field),
@@ -288,7 +288,7 @@ def bind_single_role(dataset: Dataset, request: BindingRequest) -> LockedBinding
     if request.agent is not None:
         role = _agent_role(request, loaded)
     else:
-        role = _only_profile(dataset, loaded)
+        role = _only_profile(dataset, loaded, request)
     config = loaded.config if loaded else None
     options = config.environment_options if config else EnvironmentOptions()
     return LockedBinding(
@@ -301,7 +301,9 @@ def bind_single_role(dataset: Dataset, request: BindingRequest) -> LockedBinding
     )
 
 
-def _only_profile(dataset: Dataset, loaded: LoadedProfiles | None) -> LockedRole:
+def _only_profile(
+    dataset: Dataset, loaded: LoadedProfiles | None, request: BindingRequest
+) -> LockedRole:
     if loaded is None:
         raise UsageError(
             "agent_required",
@@ -328,8 +330,8 @@ def _only_profile(dataset: Dataset, loaded: LoadedProfiles | None) -> LockedRole
             hint=how,
         )
     name = names[0]
-    request = BindingRequest()
-    return _locked_role(name, loaded.config.agent_profiles[name], request, loaded)
+    override = BindingRequest(fork_model=request.fork_model)
+    return _locked_role(name, loaded.config.agent_profiles[name], override, loaded)
 
 
 def _profiles_name(dataset: Dataset, loaded: LoadedProfiles | None) -> str | None:

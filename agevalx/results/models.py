@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["PASS", "FAIL", "DONE", "ERROR"]
-"""DONE: completed and scored without a pass/fail result (a Harbor reward that is
-fractional or has several keys, or verification disabled)."""
+"""DONE: completed and scored without a pass/fail result (a fractional reward, one with
+several keys, or verification disabled)."""
 
 
 class ResultModel(BaseModel):
@@ -112,7 +112,7 @@ class JobSummary(ResultModel):
     """`summary.json` of a job (k > 1 or several tasks).
 
     Besides these fields, a task format may add one section of its own metrics under its
-    name: a Harbor job's `harbor` (primary metric, strategy, per-task pass@k; docs/harbor.md).
+    name (`Dataset.summary_sections`; each format's docs describe its section).
     """
 
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)

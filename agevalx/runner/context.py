@@ -65,7 +65,7 @@ class RunContext:
         self.roles = roles
         """The task's role ids."""
         self.workdir = workdir
-        """The agent's working directory (`/attempt/workspace`; a Harbor task's workdir)."""
+        """The agent's working directory (`/attempt/workspace`, or where the task format says)."""
         self._task_dir = task_dir
         self._container = container
         self._journal = journal

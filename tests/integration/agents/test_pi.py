@@ -135,6 +135,49 @@ def _check_requests(server: MockLLM, secret: str) -> None:
 # --- end to end through the CLI --------------------------------------------------------------
 
 
+HARBOR = HERE / "harbor"
+HARBOR_COMMAND = "echo made-by-pi > pi.txt"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_built_in_pi_runs_a_harbor_task_scored_by_its_test_sh(
+    copy_dataset: Any,
+    capsys: pytest.CaptureFixture[str],
+    bundles_env: bundles.Bundle,
+    secret: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = [
+        {"tool_call": {"name": "bash", "arguments": {"command": HARBOR_COMMAND}}},
+        {"message": "Done."},
+    ]
+    dataset = copy_dataset(HARBOR)
+    with MockLLM(script, host=bridge_gateway()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", secret)
+        args = ["run", str(dataset), "--agent", "pi", "--model", "mock-model", "--json"]
+        code = main(args)
+        document = json.loads(capsys.readouterr().out)
+        assert code == 0, document
+        (result,) = document["results"]
+        assert (result["status"], result["score"]) == ("PASS", 1.0), result
+        first = server.completions[0].body
+        instruction = (dataset / "pi-harbor/instruction.md").read_text().strip()
+        assert any(instruction in json.dumps(message) for message in first["messages"])
+        assert all(r.authorization == f"Bearer {secret}" for r in server.completions)
+    attempt = dataset / ".ageval/runs" / result["attempt_id"]
+    activity = [json.loads(line) for line in (attempt / "activity.jsonl").read_text().splitlines()]
+    tools = [
+        (r["command"], r["exit_code"], r["cwd"]) for r in activity if r["type"] == "agent_tool"
+    ]
+    assert tools == [(HARBOR_COMMAND, 0, "/srv")]
+    assert result["agents"] == {"solver": "pi"} and result["models"] == {"solver": "mock-model"}
+    lock = (dataset / ".ageval/locks/pi-harbor.lock.json").read_text()
+    assert secret not in lock and "${OPENAI_API_KEY}" in lock
+    assert not _files_containing(attempt, secret)
+
+
 @pytest.mark.integration
 @pytest.mark.slow
 def test_pi_writes_a_file_through_the_cli(

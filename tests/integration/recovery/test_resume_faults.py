@@ -60,7 +60,13 @@ def agent_starts(since: float) -> int:
         decode=True,
         filters={"type": "container", "event": "exec_create"},
     )
-    return sum(1 for event in events if "agent.py" in json.dumps(event.get("Actor", {})))
+    # The engine names the command in the action (`exec_create: <command>`, Docker 20.10) or
+    # in the actor's attributes (newer engines).
+    return sum(
+        1
+        for event in events
+        if "agent.py" in f"{event.get('Action', '')} {json.dumps(event.get('Actor', {}))}"
+    )
 
 
 def kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 90) -> None:

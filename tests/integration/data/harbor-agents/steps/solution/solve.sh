@@ -1,0 +1,3 @@
+#!/bin/bash
+printf 'one\ntwo\nthree\n' > /srv/out.txt
+echo "$STEPS_GREETING" > /srv/greeting.txt

@@ -26,7 +26,13 @@ from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.session import ScoringSession
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
-from agevalx.harbor.dataset import HarborSource, harbor_lock, listed_tasks, slug
+from agevalx.harbor.dataset import (
+    HarborSource,
+    declares_tasks,
+    harbor_lock,
+    listed_tasks,
+    slug,
+)
 from agevalx.harbor.images import image_workdir
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierOutcome, VerifierStatus
@@ -113,21 +119,22 @@ def open_harbor(
 ) -> HarborDataset | None:
     """A Harbor task directory, a directory of tasks and/or a job config's `datasets`/`tasks`
     as a dataset; None when `path` is neither and no Harbor options were given."""
-    listed = listed_tasks(path)
-    if listed is None and options is None:
+    if options is None and not declares_tasks(path):
         return None
     options = options or HarborOptions()
     source = HarborSource(path, options)
+    disabled = source.job_config is not None and source.job_config.config.verifier.disable
+    listed = listed_tasks(path, disabled)
     task_dirs: dict[str, Path] = {}
     if options.has_job_sources or listed is None:
         job = source.load(path, templates=True)
         task_ids = tuple(spec.name for spec in job.tasks)
         task_dirs = {spec.name: spec.dir for spec in job.tasks}
-        root = listed[0] if listed else (path if path is not None else options.base_dir)
+        root = listed.root if listed else (path if path is not None else options.base_dir)
         warnings = list(job.warnings)
     else:
-        root, task_ids = listed
-        warnings = list(options.warnings)
+        root, task_ids = listed.root, listed.task_ids
+        warnings = [*options.warnings, *listed.warnings]
     name = root.resolve().name
     if path is None and options.job_config and not options.job_config.lstrip().startswith("{"):
         name = Path(options.job_config).stem

@@ -12,17 +12,20 @@ import inspect
 import re
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agevalx.config.task import Limits
 from agevalx.dataset.files import FileDigester, task_files
 from agevalx.harbor.envvars import KeepTemplates
+from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.jobconfig import read_job_config
 from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.plugin import load_verifier_class
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, SeparateVerifierEnvironment
+from agevalx.harbor.taskdir import children_tasks, declares_task, skipped_warning
 from agevalx.hashing import digest_file, digest_json
 from agevalx.lockfile.models import (
     HarborLock,
@@ -82,14 +85,38 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "harbor"
 
 
-def listed_tasks(path: Path | None) -> tuple[Path, tuple[str, ...]] | None:
-    """(root, task names) of a Harbor task directory or a directory of tasks; None otherwise."""
+@dataclass(frozen=True)
+class ListedTasks:
+    """The tasks of a Harbor task directory or directory of tasks, found without loading."""
+
+    root: Path
+    task_ids: tuple[str, ...]
+    warnings: list[HarborWarning]
+    """Children with a task.toml that are not tasks: skipped, as Harbor skips them."""
+
+
+def declares_tasks(path: Path | None) -> bool:
+    """`path` or one of its children holds a task.toml: it is meant as Harbor tasks, so the
+    Harbor loader explains what is wrong with it (never a missing ageval.yaml)."""
+    if path is None or not path.is_dir():
+        return False
+    return declares_task(path) or any(c.is_dir() and declares_task(c) for c in path.iterdir())
+
+
+def listed_tasks(path: Path | None, disable_verification: bool = False) -> ListedTasks | None:
+    """The tasks of a Harbor task directory or a directory of tasks; None when there are none
+    (the loader then says why)."""
     if path is None or not path.is_dir() or (path / "ageval.yaml").exists():
         return None
-    if is_harbor_task(path):
-        return path.parent, (path.name,)
-    task_ids = tuple(sorted(c.name for c in path.iterdir() if c.is_dir() and is_harbor_task(c)))
-    return (path, task_ids) if task_ids else None
+    if is_harbor_task(path, disable_verification=disable_verification):
+        return ListedTasks(path.parent, (path.name,), [])
+    if declares_task(path):
+        return None
+    tasks, skipped = children_tasks(path, disable_verification=disable_verification)
+    if not tasks:
+        return None
+    warnings = [skipped_warning(problem) for problem in skipped]
+    return ListedTasks(path, tuple(task.name for task in tasks), warnings)
 
 
 def _names(env: Mapping[str, str]) -> dict[str, str]:

@@ -48,6 +48,7 @@ FIELD_UNAPPLIED = "harbor_field_unapplied"
 TASK_FIELD_UNKNOWN = "harbor_task_field_unknown"
 TASK_FIELD_UNAPPLIED = "harbor_task_field_unapplied"
 HARBORIGNORE_UNAPPLIED = "harbor_harborignore_unapplied"
+TASK_SKIPPED = "harbor_task_skipped"
 
 
 class HarborError(ConfigError):

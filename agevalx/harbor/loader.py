@@ -30,7 +30,13 @@ from agevalx.harbor.jobconfig import (
 from agevalx.harbor.models import JobConfig, JobDataset
 from agevalx.harbor.resolve import TaskContext, resolve_task
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, RunOverrides
-from agevalx.harbor.taskdir import is_harbor_task
+from agevalx.harbor.taskdir import (
+    children_tasks,
+    declares_task,
+    is_harbor_task,
+    skipped_warning,
+    task_problem,
+)
 
 __all__ = ["is_harbor_task", "load_harbor_tasks"]
 
@@ -55,20 +61,27 @@ def _existing_dir(path: Path, field: str, file: str | None) -> Path:
     return path
 
 
-def _children_tasks(directory: Path, disabled: bool) -> list[Path]:
-    return [
-        child
-        for child in sorted(directory.iterdir())
-        if child.is_dir() and is_harbor_task(child, disable_verification=disabled)
-    ]
+def _children(directory: Path, disabled: bool, warnings: list[HarborWarning]) -> list[Path]:
+    """The task children of `directory`; children with a task.toml that are not tasks are
+    skipped (as Harbor does) and reported, and when no child is a task the first one's
+    problem is the error (a broken task.toml is not an empty dataset)."""
+    tasks, skipped = children_tasks(directory, disable_verification=disabled)
+    if skipped and not tasks:
+        raise skipped[0]
+    warnings += [skipped_warning(problem) for problem in skipped]
+    return tasks
 
 
-def _from_dataset_path(path: Path, disabled: bool) -> list[_Found]:
+def _from_dataset_path(path: Path, disabled: bool, warnings: list[HarborWarning]) -> list[_Found]:
     _existing_dir(path, "dataset_path", None)
-    if is_harbor_task(path, disable_verification=disabled):
+    if declares_task(path):
+        problem = task_problem(path, disable_verification=disabled)
+        if problem is not None:
+            raise problem
         return [_Found(path, path.resolve().parent.name, "dataset_path")]
     source = path.resolve().name
-    return [_Found(child, source, "dataset_path") for child in _children_tasks(path, disabled)]
+    children = _children(path, disabled, warnings)
+    return [_Found(child, source, "dataset_path") for child in children]
 
 
 def _filtered(found: list[Path], entry: JobDataset, field: str, file: str | None) -> list[Path]:
@@ -91,24 +104,29 @@ def _filtered(found: list[Path], entry: JobDataset, field: str, file: str | None
     return kept
 
 
-def _from_job(loaded: LoadedJobConfig, base: Path, disabled: bool) -> list[_Found]:
+def _from_job(
+    loaded: LoadedJobConfig, base: Path, disabled: bool, warnings: list[HarborWarning]
+) -> list[_Found]:
     found: list[_Found] = []
     for index, entry in enumerate(loaded.config.datasets):
         field = f"datasets[{index}]"
         directory = _existing_dir(base / str(entry.path), f"{field}.path", loaded.file)
-        children = _filtered(_children_tasks(directory, disabled), entry, field, loaded.file)
+        listed = _children(directory, disabled, warnings)
+        children = _filtered(listed, entry, field, loaded.file)
         source = directory.resolve().name
         found += [_Found(child, source, field) for child in children]
     for index, task in enumerate(loaded.config.tasks):
         directory = base / str(task.path)
-        if not is_harbor_task(directory, disable_verification=disabled):
+        problem = task_problem(directory, disable_verification=disabled)
+        if problem is not None and problem.code == errors.TASK_INVALID:
+            raise problem
+        if problem is not None:
             raise HarborError(
                 errors.NOT_A_TASK,
-                f"{directory} is not a Harbor task directory",
+                problem.message,
                 file=loaded.file,
                 field=f"tasks[{index}].path",
-                hint="a task has task.toml, instruction.md, environment/ (or docker_image) "
-                "and tests/test.sh",
+                hint=problem.hint,
             )
         found.append(_Found(directory, None, f"tasks[{index}]"))
     return found
@@ -196,8 +214,10 @@ def load_harbor_tasks(
         )
     base = base_dir or Path.cwd()
     disabled = job.verifier.disable
-    found = _from_dataset_path(dataset_path, disabled) if dataset_path is not None else []
-    found += _from_job(loaded, base, disabled) if loaded is not None else []
+    found: list[_Found] = []
+    if dataset_path is not None:
+        found += _from_dataset_path(dataset_path, disabled, warnings)
+    found += _from_job(loaded, base, disabled, warnings) if loaded is not None else []
     context = TaskContext(
         job=job,
         run=run,

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborError
+from agevalx.harbor.errors import HarborError, HarborWarning
 from agevalx.harbor.models import TaskOS, TaskToml
 
 CONFIG = "task.toml"
@@ -96,6 +96,46 @@ def _steps_valid(config: TaskToml, task_dir: Path, disable_verification: bool) -
     return True
 
 
+def _not_a_task(directory: Path, why: str) -> HarborError:
+    return HarborError(
+        errors.NOT_A_TASK,
+        f"{directory} is not a Harbor task: {why}",
+        file=str(directory / CONFIG),
+        hint="a task has task.toml, instruction.md, environment/ (or docker_image) and "
+        "tests/test.sh",
+    )
+
+
+def task_problem(directory: Path, *, disable_verification: bool = False) -> HarborError | None:
+    """Why Harbor would not load `directory` as a task (`Task.is_valid_dir`), as a coded
+    error: task.toml that does not parse or is not valid (`harbor_task_invalid`, naming the
+    problem), or a missing part (`harbor_not_a_task`); `None` for a task."""
+    if not (directory / CONFIG).is_file():
+        return _not_a_task(directory, "it has no task.toml")
+    try:
+        config = parse_task_toml(directory, read_toml(directory))
+    except HarborError as exc:
+        return exc
+    if not config.environment.docker_image and not (directory / "environment").is_dir():
+        return _not_a_task(directory, "no environment/ directory and no docker_image")
+    root = directory.resolve()
+    if not all(_tree_inside(directory / part, root) for part in ("tests", "solution")):
+        return _not_a_task(directory, "tests/ or solution/ leads outside the task")
+    if config.steps:
+        if _steps_valid(config, directory, disable_verification):
+            return None
+        return _not_a_task(directory, "a step lacks its instruction.md or test.sh")
+    if not (directory / INSTRUCTION).exists():
+        return _not_a_task(directory, f"it has no {INSTRUCTION}")
+    if disable_verification or _bundled_verifier_tests(config, directory):
+        return None
+    if config.environment.os == TaskOS.WINDOWS:
+        found = (directory / "tests" / "test.bat").exists()
+        return None if found else _not_a_task(directory, "it has no tests/test.bat")
+    found = find_test_script(directory) is not None
+    return None if found else _not_a_task(directory, "it has no tests/test.sh")
+
+
 def is_harbor_task(task_dir: Path | str, *, disable_verification: bool = False) -> bool:
     """Whether Harbor would load `task_dir` as a task (`Task.is_valid_dir`).
 
@@ -103,27 +143,40 @@ def is_harbor_task(task_dir: Path | str, *, disable_verification: bool = False) 
     `docker_image`, tests/ and solution/ that stay inside it, instruction.md, and, unless
     verification is disabled or a separate verifier image owns /tests, tests/test.sh.
     """
-    directory = Path(task_dir)
-    if not (directory / CONFIG).is_file():
-        return False
-    try:
-        config = parse_task_toml(directory, read_toml(directory))
-    except HarborError:
-        return False
-    if not config.environment.docker_image and not (directory / "environment").is_dir():
-        return False
-    root = directory.resolve()
-    if not all(_tree_inside(directory / part, root) for part in ("tests", "solution")):
-        return False
-    if config.steps:
-        return _steps_valid(config, directory, disable_verification)
-    if not (directory / INSTRUCTION).exists():
-        return False
-    if disable_verification or _bundled_verifier_tests(config, directory):
-        return True
-    if config.environment.os == TaskOS.WINDOWS:
-        return (directory / "tests" / "test.bat").exists()
-    return find_test_script(directory) is not None
+    return task_problem(Path(task_dir), disable_verification=disable_verification) is None
+
+
+def declares_task(directory: Path) -> bool:
+    """`directory` holds a task.toml (a Harbor task, or meant to be one)."""
+    return (directory / CONFIG).is_file()
+
+
+def children_tasks(
+    directory: Path, *, disable_verification: bool = False
+) -> tuple[list[Path], list[HarborError]]:
+    """The task children of a dataset directory, sorted, as `harbor run -p` lists them; and
+    why each child that has a task.toml is not a task (Harbor skips those silently)."""
+    tasks: list[Path] = []
+    skipped: list[HarborError] = []
+    for child in sorted(directory.iterdir()):
+        if not child.is_dir():
+            continue
+        problem = task_problem(child, disable_verification=disable_verification)
+        if problem is None:
+            tasks.append(child)
+        elif declares_task(child):
+            skipped.append(problem)
+    return tasks, skipped
+
+
+def skipped_warning(problem: HarborError) -> HarborWarning:
+    """The report of a directory with a task.toml that is skipped as not a task."""
+    return HarborWarning(
+        code=errors.TASK_SKIPPED,
+        message=f"skipped, not a task: {problem.message}",
+        file=problem.file,
+        field=problem.field,
+    )
 
 
 def strip_canary(text: str) -> str:

@@ -480,7 +480,9 @@ def test_shared_mode_with_a_verifier_environment_is_invalid(
         BASE_TOML + '\n[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1\n'
     )
     make_task("a", toml=toml)
-    assert _fails(tmp_path / "dataset").code == codes.NO_TASKS  # Harbor: not a task
+    error = _fails(tmp_path / "dataset")  # Harbor: not a task; the only one, so the error
+    assert error.code == codes.TASK_INVALID
+    assert "incompatible" in error.message and error.file == str(tmp_path / "dataset/a/task.toml")
 
 
 def test_healthcheck_users_artifacts_and_instruction(

@@ -8,6 +8,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticCustomError
 
+MAX_SECONDS = 365 * 24 * 3600
+"""The longest duration a config may give (a year): a longer one is no limit in practice, and
+waits past `threading.TIMEOUT_MAX` overflow."""
+
 
 class StrictModel(BaseModel):
     """Base of every config model: unknown keys are refused and values are not coerced."""

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PositiveInt, field_validator, model_validator
 
-from agevalx.config.common import StrictModel, absolute_path, coded, relative_path
+from agevalx.config.common import (
+    MAX_SECONDS,
+    StrictModel,
+    absolute_path,
+    coded,
+    relative_path,
+)
 
 TASK_FORMAT = "ageval.task/1"
 ALLOWED_TOP_LEVEL_DIRS = frozenset(
@@ -20,6 +26,8 @@ FORBIDDEN_TASK_KEYS = {
 }
 PROFILE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 SERVICE_NETWORK_MODE = re.compile(r"service:[A-Za-z0-9][A-Za-z0-9_.-]*")
+Seconds = Annotated[int, Field(gt=0, le=MAX_SECONDS)]
+"""A stage budget in whole seconds: positive, at most a year."""
 
 
 class AgentProfileRef(StrictModel):
@@ -59,13 +67,13 @@ class AgentProfileRef(StrictModel):
 class Limits(StrictModel):
     """Quotas of the attempt's stages."""
 
-    wall_time_seconds: PositiveInt = 300
+    wall_time_seconds: Seconds = 300
     """Wall-clock budget of the run stage."""
 
-    environment_seconds: PositiveInt = 600
+    environment_seconds: Seconds = 600
     """Budget of the environment stage (image, containers, setup.sh); expiry is ERROR."""
 
-    evaluate_seconds: PositiveInt = 600
+    evaluate_seconds: Seconds = 600
     """Budget of the evaluate stage; expiry is ERROR."""
 
     agent_invocations: PositiveInt | None = None
@@ -141,7 +149,7 @@ class CollectEntry(StrictModel):
     service: str | None = None
     """The compose service to copy from; the attempt container when omitted."""
 
-    timeout_sec: PositiveInt | None = None
+    timeout_sec: Seconds | None = None
     """Budget of the command and copy."""
 
     @field_validator("path")

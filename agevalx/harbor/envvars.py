@@ -6,6 +6,8 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 
+from agevalx.config.common import MAX_SECONDS
+
 _TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
 """Harbor's pattern (harbor.utils.env); only a whole value is a template."""
 
@@ -81,6 +83,8 @@ def effective_timeout(
     multiplier: float | None,
     timeout_multiplier: float,
 ) -> float:
-    """`min(base, max or inf) * (specific multiplier, else timeout_multiplier)` (Harbor)."""
+    """`min(base, max or inf) * (specific multiplier, else timeout_multiplier)` (Harbor),
+    capped at `MAX_SECONDS`: a longer limit is no limit in practice, and a product of two
+    large finite values would overflow to infinity."""
     factor = multiplier if multiplier is not None else timeout_multiplier
-    return min(base_sec, max_sec or math.inf) * factor
+    return min(min(base_sec, max_sec or math.inf) * factor, float(MAX_SECONDS))

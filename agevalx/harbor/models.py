@@ -11,11 +11,20 @@ from __future__ import annotations
 import math
 from enum import StrEnum
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agevalx.config.common import MAX_SECONDS
+
 _IGNORE = ConfigDict(extra="ignore")
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
+"""A duration: finite, not negative, at most a year (Harbor takes any float; `inf`, `nan` and
+1e999 are refused here instead of failing later)."""
+Multiplier = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""A timeout multiplier: finite and not negative (the product is capped, see
+`effective_timeout`)."""
 
 
 class NetworkMode(StrEnum):
@@ -60,15 +69,15 @@ class HealthcheckConfig(BaseModel):
 
     command: str
     """Shell command; exit 0 means healthy."""
-    interval_sec: float = 5.0
+    interval_sec: Seconds = 5.0
     """Seconds between checks once the start period is over."""
-    timeout_sec: float = 30.0
+    timeout_sec: Seconds = 30.0
     """Limit of one check; a check that times out fails the healthcheck at once (Harbor)."""
-    start_period_sec: float = 0.0
+    start_period_sec: Seconds = 0.0
     """Grace period after start: failures in it do not count."""
-    start_interval_sec: float = 5.0
+    start_interval_sec: Seconds = 5.0
     """Seconds between checks during the start period."""
-    retries: int = 3
+    retries: int = Field(default=3, ge=0)
     """Consecutive failures (after the start period) that fail the healthcheck."""
 
 
@@ -85,7 +94,7 @@ class EnvironmentConfig(BaseModel):
 
     model_config = _IGNORE
 
-    build_timeout_sec: float = 600.0
+    build_timeout_sec: Seconds = 600.0
     """Limit of building environment/Dockerfile (times the build multiplier)."""
     docker_image: str | None = None
     """Prebuilt image; without it the image is built from environment/Dockerfile."""
@@ -162,7 +171,7 @@ class AgentConfig(BaseModel):
 
     model_config = _IGNORE
 
-    timeout_sec: float | None = None
+    timeout_sec: Seconds | None = None
     """Agent time limit; none means no limit (Harbor 0.26 has no default)."""
     user: str | int | None = None
     """User the agent runs as; none means the image's default user."""
@@ -175,7 +184,7 @@ class VerifierConfig(BaseModel):
 
     model_config = _IGNORE
 
-    timeout_sec: float = 600.0
+    timeout_sec: Seconds = 600.0
     """Verifier time limit (upload, test.sh, reward download together)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Variables of the test.sh command; `${VAR}`/`${VAR:-default}` resolve from the host."""
@@ -335,8 +344,8 @@ class JobAgent(BaseModel):
     name: str | None = None
     import_path: str | None = None
     model_name: str | None = None
-    override_timeout_sec: float | None = None
-    max_timeout_sec: float | None = None
+    override_timeout_sec: Seconds | None = None
+    max_timeout_sec: Seconds | None = None
     env: dict[str, str] = Field(default_factory=dict)
 
 
@@ -350,6 +359,13 @@ class JobEnvironment(BaseModel):
     override_storage_mb: int | None = None
     override_gpus: int | None = None
     env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("override_cpus")
+    @classmethod
+    def _finite_cpus(cls, value: int | float | None) -> int | float | None:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"override_cpus must be a finite number; got {value}")
+        return value
 
     @field_validator("env", mode="before")
     @classmethod
@@ -371,8 +387,8 @@ class JobVerifier(BaseModel):
 
     model_config = _IGNORE
 
-    override_timeout_sec: float | None = None
-    max_timeout_sec: float | None = None
+    override_timeout_sec: Seconds | None = None
+    max_timeout_sec: Seconds | None = None
     env: dict[str, str] = Field(default_factory=dict)
     import_path: str | None = None
     """A Harbor `BaseVerifier` class (`module.path:ClassName`) replacing tests/test.sh."""
@@ -395,10 +411,10 @@ class JobConfig(BaseModel):
 
     n_attempts: int = Field(default=1, ge=1)
     install_only: bool = False
-    timeout_multiplier: float = 1.0
-    agent_timeout_multiplier: float | None = None
-    verifier_timeout_multiplier: float | None = None
-    environment_build_timeout_multiplier: float | None = None
+    timeout_multiplier: Multiplier = 1.0
+    agent_timeout_multiplier: Multiplier | None = None
+    verifier_timeout_multiplier: Multiplier | None = None
+    environment_build_timeout_multiplier: Multiplier | None = None
     environment: JobEnvironment = Field(default_factory=JobEnvironment)
     verifier: JobVerifier = Field(default_factory=JobVerifier)
     agents: list[JobAgent] = Field(default_factory=lambda: [JobAgent()])

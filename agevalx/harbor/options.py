@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agevalx.config.common import MAX_SECONDS
 from agevalx.errors import UsageError
 from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.jobconfig import check_refusals, read_job_config, unapplied_fields
@@ -36,7 +37,7 @@ class _Setup(BaseModel):
 class _Resources(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cpus: float | None = Field(default=None, gt=0)
+    cpus: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     memory_mb: int | None = Field(default=None, gt=0)
     storage_mb: int | None = Field(default=None, gt=0)
     gpus: int | None = Field(default=None, ge=0)
@@ -57,9 +58,11 @@ class EnvParams(BaseModel):
     """The agent phase's extra environment (over `agents[0].env`)."""
     evaluation_env_variables: dict[str, str] = Field(default_factory=dict)
     """Verifier variables (over the job's `verifier.env` and the task's `[verifier.env]`)."""
-    agent_timeout_sec: float | None = Field(default=None, gt=0)
+    agent_timeout_sec: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Replaces every task's `agent.timeout_sec` (Harbor's max and multipliers still apply)."""
-    verifier_timeout_sec: float | None = Field(default=None, gt=0)
+    verifier_timeout_sec: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False
+    )
     """Replaces every task's `verifier.timeout_sec`."""
 
     def overrides(self) -> RunOverrides:

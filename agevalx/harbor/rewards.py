@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 Rewards = dict[str, float | int]
+_LARGEST_FLOAT = int(sys.float_info.max)
+"""An int reward beyond it overflows when it is scored (Harbor's `float(...)` raises)."""
 
 
 class InvalidReward(Exception):
@@ -40,6 +43,8 @@ def _number(source: str, key: str, value: object) -> float | int:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int):
+        if abs(value) > _LARGEST_FLOAT:
+            raise InvalidReward(f"{source}: {key} is too large for a number (over 1.8e308)")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -113,6 +113,7 @@ def test_a_raising_verifier_is_an_error_with_its_traceback_kept(
     ("name", "verifier", "status", "code"),
     [
         ("NotFinite", {}, "invalid", "verifier_result_invalid"),
+        ("Overflowing", {}, "invalid", "verifier_result_invalid"),
         ("Slow", {"override_timeout_sec": 3}, "timeout", "verifier_timeout"),
     ],
 )

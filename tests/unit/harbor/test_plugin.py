@@ -266,6 +266,7 @@ def test_a_missing_file_is_the_verifiers_error_not_the_sandboxs(tmp_path: Path) 
 def test_rewards_must_be_finite_numbers() -> None:
     result = types.SimpleNamespace(rewards={"reward": 1, "ok": True, "f": 0.5})
     assert checked_rewards(result) == {"reward": 1, "ok": 1.0, "f": 0.5}
-    for rewards in (None, {"reward": math.nan}, {"reward": math.inf}, {"reward": "1"}):
+    invalid = (None, {"reward": math.nan}, {"reward": math.inf}, {"reward": "1"}, {"r": 10**400})
+    for rewards in invalid:
         with pytest.raises(InvalidReward):
             checked_rewards(types.SimpleNamespace(rewards=rewards))

@@ -195,7 +195,9 @@ def test_reward_txt(data: bytes, rewards: dict[str, float]) -> None:
     assert parse_reward_text(data) == rewards
 
 
-@pytest.mark.parametrize("data", [b"", b"pass", b"nan", b"inf", b"1 2", b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "data", [b"", b"pass", b"nan", b"inf", b"1 2", b"\xff\xfe", b"1" + b"0" * 400]
+)
 def test_invalid_reward_txt(data: bytes) -> None:
     with pytest.raises(InvalidReward):
         parse_reward_text(data)
@@ -215,6 +217,8 @@ def test_reward_json_keeps_every_key_and_type() -> None:
         b'{"reward": NaN}',
         b'{"reward": Infinity}',
         b'{"reward": 1e309}',
+        b'{"reward": 1' + b"0" * 400 + b"}",
+        b'{"reward": 1, "accuracy": -1' + b"0" * 400 + b"}",
         b'{"reward": "1"}',
         b'{"reward": null}',
         b'{"reward": [1]}',

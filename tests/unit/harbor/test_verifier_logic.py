@@ -141,6 +141,8 @@ def test_reward_txt_when_there_is_no_json(make_task: TaskFactory, tmp_path: Path
         {"/logs/verifier/reward.txt": b""},
         {"/logs/verifier/reward.json": b"{oops"},
         {"/logs/verifier/reward.json": b"", "/logs/verifier/reward.txt": b"1"},
+        {"/logs/verifier/reward.json": b'{"reward": 1' + b"0" * 400 + b"}"},
+        {"/logs/verifier/reward.txt": b"1" + b"0" * 400},
     ],
 )
 def test_missing_or_bad_reward_is_an_invalid_warning(

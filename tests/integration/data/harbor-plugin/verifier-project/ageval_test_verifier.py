@@ -66,6 +66,13 @@ class NotFinite(BaseVerifier):
         return VerifierResult(rewards={"reward": float("nan")})
 
 
+class Overflowing(BaseVerifier):
+    """Returns an integer reward no float can hold."""
+
+    async def verify(self) -> VerifierResult:
+        return VerifierResult(rewards={"reward": 10**400})
+
+
 class Slow(BaseVerifier):
     """A command that outlasts the verifier timeout."""
 

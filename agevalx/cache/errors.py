@@ -12,5 +12,5 @@ class CacheError(AgevalError):
     `cache_invalid_name`, `cache_invalid_tree`, `cache_invalid_action`, `cache_invalid_ref`,
     `cache_unsafe_path`, `cache_restore_target_not_empty`, `cache_version_mismatch`,
     `cache_source_changed`, `cache_source_unreadable`, `cache_not_a_directory`,
-    `cache_invalid_glob`, `cache_unencodable_path`.
+    `cache_invalid_glob`, `cache_unencodable_path`, `cache_lock_unusable`.
     """

@@ -11,10 +11,23 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from agevalx.cache.errors import CacheError
+
+
+def _unusable(path: Path, why: str) -> CacheError:
+    return CacheError(
+        "cache_lock_unusable",
+        f"the cache's gc lock is unusable: {why}",
+        file=str(path),
+        hint=f"move {path} out of the way (ageval creates it again as an empty file), or "
+        "choose another cache with --cache-dir",
+    )
 
 
 class CacheLock:
@@ -23,6 +36,21 @@ class CacheLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._held = threading.local()
+
+    def check(self) -> None:
+        """Raise `cache_lock_unusable` unless the lock file is absent or a regular file: a
+        directory there would fail every writer and gc, a link would lock (or create) a file
+        outside the cache."""
+        try:
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise _unusable(self.path, exc.strerror or str(exc)) from None
+        if stat.S_ISDIR(mode):
+            raise _unusable(self.path, "it is a directory")
+        if not stat.S_ISREG(mode):
+            raise _unusable(self.path, "it is not a regular file")
 
     @contextmanager
     def shared(self) -> Iterator[None]:
@@ -55,6 +83,12 @@ class CacheLock:
 
     def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except PermissionError:
-            return os.open(self.path, os.O_RDONLY)
+            pass
+        except OSError as exc:
+            raise _unusable(self.path, exc.strerror or str(exc)) from None
+        try:
+            return os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise _unusable(self.path, exc.strerror or str(exc)) from None

@@ -47,6 +47,7 @@ class CacheStore:
         self.tmp = self.root / layout.TMP
         self._open_layout()
         self.lock = CacheLock(self.root / layout.LOCK_FILE)
+        self.lock.check()
         self.stat_cache = StatCache(self.root / layout.STAT_CACHE_FILE)
         """Digest memo for `put_tree`, kept in this cache root."""
 

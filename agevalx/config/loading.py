@@ -110,6 +110,14 @@ def _plain_problem(
 
 def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
     """Read a YAML file that must hold a mapping; every failure is a coded `ConfigError`."""
+    document: dict[str, Any] = read_yaml(path, display=display)
+    return document
+
+
+def read_yaml(path: Path, *, display: str, lists: bool = False) -> Any:
+    """Read a YAML file of plain, finite JSON-like data within the size, depth and value
+    budgets (an alias bomb is refused, not expanded); its top level is a mapping (or, with
+    `lists`, a list). Every failure is a coded `ConfigError`."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -147,10 +155,11 @@ def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
         raise ConfigError("invalid_yaml", "the YAML is nested too deeply", file=display) from None
     except (ValueError, OverflowError) as exc:
         raise ConfigError("invalid_yaml", f"a value cannot be read: {exc}", file=display) from None
-    if not isinstance(document, dict):
+    if not isinstance(document, dict) and not (lists and isinstance(document, list)):
         kind = "empty" if document is None else type(document).__name__
+        expected = "a mapping or a list" if lists else "a mapping"
         raise ConfigError(
-            "invalid_yaml", f"the top level must be a mapping, found {kind}", file=display
+            "invalid_yaml", f"the top level must be {expected}, found {kind}", file=display
         )
     problem = _plain_problem(document, "", _Budget())
     if problem is not None:

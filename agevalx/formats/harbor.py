@@ -88,7 +88,7 @@ class HarborDataset(Dataset):
 
     def lock_task(self, task_id: str, digester: FileDigester) -> TaskLock:
         self.check_task(task_id)
-        binding = bind_single_role(self, self.binding)
+        binding = bind_single_role(self, self.binding, self.task_dir(task_id))
         return harbor_lock(self, self.task_spec(task_id, templates=True), binding, digester)
 
     def runtime(self, lock: TaskLock) -> TaskRuntime:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agevalx.agents import scripted
 from agevalx.agents.implementations import implementation
 from agevalx.config.loading import read_yaml_mapping, validate_model
 from agevalx.config.pins import highest_effort
@@ -276,8 +277,33 @@ def _evaluate_host(config: ProfilesConfig | None) -> dict[str, Any]:
     return {"isolated": config.evaluate_host.isolated, "environment_options": host}
 
 
-def bind_single_role(dataset: Dataset, request: BindingRequest) -> LockedBinding:
-    """The binding of a task with one implicit role, `solver` (a Harbor task).
+def check_role_files(
+    roles: dict[str, LockedRole], task_dir: Path, loaded: LoadedProfiles | None
+) -> None:
+    """Every file a role reads from the task (the scripted agent's `options.script`) stays
+    inside the task directory: no absolute path, no `..`, no link leading out of it."""
+    for role in roles.values():
+        if not (role.implementation or {}).get("scripted_agent"):
+            continue
+        script = role.options.get("script")
+        if script is None:
+            continue
+        try:
+            scripted.script_path(task_dir, script)
+        except ValueError as exc:
+            raise ConfigError(
+                "invalid_path",
+                str(exc),
+                file=loaded.display if loaded and loaded.display else None,
+                field=f"agent_profiles.{role.profile}.options.script",
+                hint="put the script in the task directory and name it relative to the task, "
+                "e.g. solution/script.yaml",
+            ) from None
+
+
+def bind_single_role(dataset: Dataset, request: BindingRequest, task_dir: Path) -> LockedBinding:
+    """The binding of a task with one implicit role, `solver` (a Harbor task); the files
+    its role reads must be inside `task_dir` (see `check_role_files`).
 
     `--agent NAME` binds a profile of the dataset's profiles.yaml or a built-in agent;
     otherwise the profiles file in use (`--profiles`, else the dataset's profiles.yaml)
@@ -289,6 +315,7 @@ def bind_single_role(dataset: Dataset, request: BindingRequest) -> LockedBinding
         role = _agent_role(request, loaded)
     else:
         role = _only_profile(dataset, loaded, request)
+    check_role_files({DEFAULT_ROLE: role}, task_dir, loaded)
     config = loaded.config if loaded else None
     options = config.environment_options if config else EnvironmentOptions()
     return LockedBinding(
@@ -352,6 +379,7 @@ def bind(task: TaskSource, dataset: Dataset, request: BindingRequest) -> LockedB
         roles = _roles_for_agent(task, request, loaded)
     else:
         roles = _roles_from_profiles(task, loaded, request)
+    check_role_files(roles, task.directory, loaded)
     options = config.environment_options if config else None
     return LockedBinding(
         source="agent" if request.agent is not None else "profiles",

@@ -346,7 +346,8 @@ async def agent_argv(sandbox: Sandbox, invocation: Invocation, argv: list[str]) 
     if not script:
         raise AgentError("agent_script_missing", f"role {invocation.role!r}: no options.script")
     try:
-        script_data = scripted.script_json(Path(invocation.task_dir or ".") / script)
+        path = scripted.script_path(Path(invocation.task_dir or "."), script)
+        script_data = scripted.script_json(path, display=str(script))
     except ValueError as exc:
         raise AgentError("agent_script_invalid", str(exc)) from None
     directory = staging_dir(invocation.container, "agent")

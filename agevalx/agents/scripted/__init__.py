@@ -8,9 +8,11 @@ its source, and the conversion of a task's YAML or JSON script to the JSON it re
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 
-import yaml
+from agevalx.config.loading import read_yaml
+from agevalx.errors import ConfigError
 
 ENTRY = "ageval-scripted-agent"
 """The profile entry that selects the scripted agent."""
@@ -23,12 +25,28 @@ def agent_source() -> bytes:
     return _AGENT_FILE.read_bytes()
 
 
-def script_json(path: Path) -> bytes:
-    """The script at `path` (YAML or JSON) as JSON; `ValueError` when it cannot be read."""
+def script_path(task_dir: Path, script: object) -> Path:
+    """`options.script` as a path inside the task directory; `ValueError` saying why not (not
+    a relative path, `..`, or a symbolic link leading out of the task)."""
+    if not isinstance(script, str) or not script or "\x00" in script or "\\" in script:
+        raise ValueError(f"options.script must be a path relative to the task, not {script!r}")
+    relative = PurePosixPath(script)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ValueError(f"options.script {script!r} must be relative and stay inside the task")
+    path = task_dir / relative
+    if not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(task_dir)):
+        raise ValueError(f"options.script {script!r} leads outside the task (a symbolic link)")
+    return path
+
+
+def script_json(path: Path, display: str | None = None) -> bytes:
+    """The script at `path` (YAML or JSON) as JSON, read within the config budgets (size,
+    nesting, values: an alias bomb is refused, not expanded); `ValueError` when it cannot be
+    read. `display` names the file in the message."""
+    shown = display or str(path)
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read the agent script {path}: {exc}") from exc
-    if not isinstance(document, dict | list):
-        raise ValueError(f"the agent script {path} is not a mapping or a list of steps")
+        document = read_yaml(path, display=shown, lists=True)
+    except ConfigError as exc:
+        where = f" at {exc.field}" if exc.field else ""
+        raise ValueError(f"the agent script {shown}{where}: {exc.message}") from None
     return json.dumps(document, ensure_ascii=False, indent=1).encode()

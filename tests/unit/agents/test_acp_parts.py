@@ -226,5 +226,5 @@ def test_yaml_scripts_become_json(tmp_path: Path) -> None:
         "turns": [[{"message": "hi"}, {"terminal": "ls"}]]
     }
     path.write_text("just text")
-    with pytest.raises(ValueError, match="not a mapping"):
+    with pytest.raises(ValueError, match="must be a mapping or a list"):
         scripted.script_json(path)

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path, PurePosixPath
 
+from agevalx.agents.scripted.agent import ScriptError, turns_of
 from agevalx.config.loading import read_yaml
 from agevalx.errors import ConfigError
 
@@ -41,12 +42,16 @@ def script_path(task_dir: Path, script: object) -> Path:
 
 def script_json(path: Path, display: str | None = None) -> bytes:
     """The script at `path` (YAML or JSON) as JSON, read within the config budgets (size,
-    nesting, values: an alias bomb is refused, not expanded); `ValueError` when it cannot be
-    read. `display` names the file in the message."""
+    nesting, values: an alias bomb is refused, not expanded) and checked as the agent checks
+    it (step types, value shapes); `ValueError` when it cannot be read or is malformed.
+    `display` names the file in the message."""
     shown = display or str(path)
     try:
         document = read_yaml(path, display=shown, lists=True)
+        turns_of(document)
     except ConfigError as exc:
         where = f" at {exc.field}" if exc.field else ""
         raise ValueError(f"the agent script {shown}{where}: {exc.message}") from None
+    except ScriptError as exc:
+        raise ValueError(f"the agent script {shown}: {exc}") from None
     return json.dumps(document, ensure_ascii=False, indent=1).encode()

@@ -29,6 +29,9 @@ is a one-key object, performed through the client's methods:
 
 Relative paths are relative to the session's cwd. After each step the agent reports what
 came back as an `agent_thought_chunk` whose text is JSON `{"step", "type", "result"}`.
+A script whose step has a value of the wrong shape is refused at start (exit code 2); a step
+that fails while it runs ends the turn at once: the prompt is answered with a JSON-RPC error
+naming the step (`data: {"step", "type"}`), and the agent goes on serving.
 `session/cancel` stops the turn between steps; the prompt then answers `cancelled`.
 If `AGEVAL_SCRIPTED_COUNTER` names a file, one line is appended to it per `session/prompt`.
 """
@@ -73,7 +76,11 @@ class ScriptError(Exception):
 def load_turns(path: str) -> list[list[dict[str, Any]]]:
     """The script's turns, each a validated list of one-key step objects."""
     with open(path, encoding="utf-8") as handle:
-        document = json.load(handle)
+        return turns_of(json.load(handle))
+
+
+def turns_of(document: Any) -> list[list[dict[str, Any]]]:
+    """The turns of a parsed script; `ScriptError` names the first malformed step."""
     if isinstance(document, list):
         turns = [document]
     elif isinstance(document, dict) and isinstance(document.get("turns"), list):
@@ -85,18 +92,56 @@ def load_turns(path: str) -> list[list[dict[str, Any]]]:
     for number, turn in enumerate(turns, 1):
         if not isinstance(turn, list):
             raise ScriptError(f"turn {number} is not a list of steps")
-        for step in turn:
-            check_step(step)
+        for index, step in enumerate(turn, 1):
+            try:
+                check_step(step)
+            except ScriptError as exc:
+                raise ScriptError(f"turn {number}, step {index}: {exc}") from None
     return turns
 
 
+def _text_or_spec(value: Any, key: str) -> bool:
+    return isinstance(value, str) or (isinstance(value, dict) and isinstance(value.get(key), str))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+STEP_SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "terminal": (lambda v: _text_or_spec(v, "command"), '"cmd" or {command: "cmd", ...}'),
+    "write_file": (
+        lambda v: (
+            isinstance(v, dict)
+            and isinstance(v.get("path"), str)
+            and isinstance(v.get("content"), str)
+        ),
+        "{path, content} (both text)",
+    ),
+    "read_file": (lambda v: _text_or_spec(v, "path"), '"path" or {path, line, limit}'),
+    "permission": (lambda v: isinstance(v, (str, dict)), '"title" or {title, kind, options}'),
+    "request": (
+        lambda v: isinstance(v, dict) and isinstance(v.get("method"), str),
+        "{method, params}",
+    ),
+    "sleep": (_number, "seconds (a number >= 0)"),
+    "crash": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an exit code"),
+    "flood": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "bytes"),
+}
+"""What the value of each step type must look like (the other types take any value)."""
+
+
 def check_step(step: Any) -> None:
-    """Raise `ScriptError` unless `step` is a one-key object naming a known step type."""
+    """Raise `ScriptError` unless `step` is a one-key object naming a known step type with
+    a value of the right shape."""
     if not isinstance(step, dict) or len(step) != 1:
         raise ScriptError(f"a step is an object with exactly one key: {step!r}")
-    kind = next(iter(step))
+    kind, value = next(iter(step.items()))
     if kind not in STEP_TYPES:
         raise ScriptError(f"unknown step type {kind!r} (known: {', '.join(STEP_TYPES)})")
+    shape = STEP_SHAPES.get(kind)
+    if shape is not None and not shape[0](value):
+        raise ScriptError(f"{kind} takes {shape[1]}, not {value!r:.80}")
 
 
 class Wire:
@@ -262,19 +307,32 @@ class Turn:
         self.steps = steps
 
     def run(self, request_id: Any) -> None:
-        """Perform every step (stopping early on cancel), then answer the prompt."""
+        """Perform every step (stopping early on cancel), then answer the prompt. A step that
+        fails ends the turn at once: the prompt is answered with an error naming it."""
         stop_reason = "end_turn"
         for number, step in enumerate(self.steps, 1):
             if self.session.cancelled.is_set():
                 stop_reason = "cancelled"
                 break
             kind, value = next(iter(step.items()))
-            result = getattr(self, "_" + kind)(value)
+            try:
+                result = getattr(self, "_" + kind)(value)
+            except Exception as exc:
+                self._fail(request_id, number, kind, exc)
+                return
             self._report(number, kind, result)
         if self.session.cancelled.is_set():
             stop_reason = "cancelled"
         self.session.busy = False
         self.wire.respond(request_id, {"stopReason": stop_reason})
+
+    def _fail(self, request_id: Any, number: int, kind: str, exc: Exception) -> None:
+        message = f"script step {number} ({kind}) failed: {type(exc).__name__}: {exc}"
+        sys.stderr.write(f"scripted agent: {message}\n")
+        sys.stderr.flush()
+        self.session.busy = False
+        error = {"code": -32603, "message": message, "data": {"step": number, "type": kind}}
+        self.wire.respond(request_id, error=error)
 
     def _report(self, number: int, kind: str, result: Any) -> None:
         text = json.dumps({"step": number, "type": kind, "result": result})

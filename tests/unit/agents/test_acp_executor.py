@@ -285,6 +285,25 @@ def test_the_scripted_agent_needs_a_readable_script(agent_run: AgentRun) -> None
     assert caught.value.code == "agent_script_invalid"
 
 
+def test_a_failing_script_step_fails_the_invocation_at_once(agent_run: AgentRun) -> None:
+    started = time.monotonic()
+    with pytest.raises(AgentError) as caught:
+        agent_run([{"terminal": {"command": "true", "kill_after": "soon"}}, {"sleep": 60}])
+    assert caught.value.code == "agent_error"
+    assert "script step 1 (terminal) failed: ValueError" in caught.value.message
+    assert time.monotonic() - started < 10
+
+
+def test_a_malformed_script_step_is_refused_before_the_agent_starts(
+    agent_run: AgentRun,
+) -> None:
+    with pytest.raises(AgentError) as caught:
+        agent_run([{"message": "fine"}, {"write_file": {"path": "a.txt"}}])
+    assert caught.value.code == "agent_script_invalid"
+    assert "turn 1, step 2: write_file takes {path, content}" in caught.value.message
+    assert agent_run.transcript == []
+
+
 def test_yaml_scripts_are_converted_on_the_host(agent_run: AgentRun) -> None:
     (agent_run.task_dir / "script.yaml").write_text("steps:\n  - message: from yaml\n")
     result = agent_run(options={"script": "script.yaml"})

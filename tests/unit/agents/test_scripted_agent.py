@@ -242,7 +242,15 @@ def test_crash_exits_with_the_code_and_says_so(client_for: Callable[..., FakeCli
 
 @pytest.mark.parametrize(
     "script",
-    [{"steps": [{"dance": 1}]}, {"steps": [{"message": "a", "sleep": 1}]}, {"nope": []}],
+    [
+        {"steps": [{"dance": 1}]},
+        {"steps": [{"message": "a", "sleep": 1}]},
+        {"nope": []},
+        {"steps": [{"write_file": "notes.txt"}]},
+        {"steps": [{"sleep": "long"}]},
+        {"steps": [{"read_file": {"line": 1}}]},
+        {"turns": [[{"message": "ok"}], [{"crash": "now"}]]},
+    ],
 )
 def test_invalid_scripts_are_refused_at_start(
     client_for: Callable[..., FakeClient], script: Any
@@ -251,6 +259,28 @@ def test_invalid_scripts_are_refused_at_start(
     assert client.process.wait(timeout=10) == 2
     assert client.process.stderr is not None
     assert b"bad script" in client.process.stderr.read()
+
+
+def test_a_step_that_fails_ends_the_turn_with_an_error_at_once(
+    client_for: Callable[..., FakeClient],
+) -> None:
+    client = client_for(
+        {
+            "steps": [
+                {"message": "before"},
+                {"terminal": {"command": "ls", "env": [1]}},
+                {"sleep": 60},
+            ]
+        }
+    )
+    session = client.start_session()
+    error = client.prompt(session)["error"]
+    assert error["code"] == -32603 and error["data"] == {"step": 2, "type": "terminal"}
+    assert "script step 2 (terminal) failed: AttributeError" in error["message"]
+    assert client.prompt(session)["result"] == {"stopReason": "end_turn"}  # the agent lives on
+    assert client.close() == 0
+    assert client.process.stderr is not None
+    assert b"script step 2 (terminal) failed" in client.process.stderr.read()
 
 
 def _python37() -> str | None:

@@ -1,0 +1,39 @@
+"""`ageval run` on the real Docker engine against small hostile datasets (data/hostile/)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.cli import main
+
+pytestmark = pytest.mark.integration
+
+HOSTILE = Path(__file__).resolve().parents[1] / "data/hostile"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["run", *args, "--json"])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return code, json.loads(captured.out)
+
+
+def test_a_scripted_step_that_breaks_fails_the_attempt_well_before_its_wall_time(
+    copy_dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = copy_dataset(HOSTILE / "ageval")
+    started = time.monotonic()
+    code, document = run_json(capsys, str(dataset), "--task", "bad-step")
+    elapsed = time.monotonic() - started
+    assert code == 1
+    (result,) = document["results"]
+    assert result["status"] == "ERROR"
+    error = result["error"]
+    assert (error["code"], error["stage"]) == ("agent_error", "run")
+    assert "script step 2 (terminal) failed" in error["message"]
+    assert elapsed < 60, f"{elapsed:.0f} s: the attempt waited for its 120 s wall time"

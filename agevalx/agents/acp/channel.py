@@ -1,11 +1,14 @@
 """The agent process and its stdio: newline-delimited JSON-RPC read with bounded appetite.
 
-Policy for stdout lines that are not JSON-RPC messages ("noise": banners, debug prints):
-up to `MAX_NOISE_LINES` lines and `MAX_NOISE_BYTES` bytes in all are tolerated and logged to
-the transcript (each cut to `NOISE_EXCERPT` characters). Past either budget, or on a single
-line longer than `MAX_LINE_BYTES`, the agent is judged to be flooding: the channel reports
-end of stream and `failure` says why (`agent_protocol_error`). Memory stays bounded by the
-stream reader's limit whatever the agent prints.
+Policy for stdout lines that are not JSON-RPC messages ("noise": banners, debug prints, and
+JSON that cannot be routed: an `id` that is not a string or an integer, a `method` that is
+not a string, `params` that are not an object or an array): up to `MAX_NOISE_LINES` lines
+and `MAX_NOISE_BYTES` bytes in all are tolerated and logged to the transcript (each cut to
+`NOISE_EXCERPT` characters). Past either budget, or on a single line longer than
+`MAX_LINE_BYTES`, the agent is judged to be flooding: the channel reports end of stream and
+`failure` says why (`agent_protocol_error`). A line nested deeper than `MAX_JSON_DEPTH` is a
+protocol error too. Memory stays bounded by the stream reader's limit whatever the agent
+prints.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from agevalx.agents.base import AgentError
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Longest protocol line accepted (agents put whole files in one message)."""
+
+MAX_JSON_DEPTH = 128
+"""Deepest nesting of a message accepted (ACP messages nest a dozen levels; far deeper ones
+would exhaust the recursion of everything that walks them)."""
 
 MAX_NOISE_LINES = 100
 MAX_NOISE_BYTES = 256 * 1024
@@ -107,7 +114,16 @@ class AgentChannel:
             message = json.loads(text)
         except ValueError:
             message = None
-        if isinstance(message, dict) and ("method" in message or "id" in message):
+        except RecursionError:
+            message = _TOO_DEEP
+        if message is _TOO_DEEP or _nested_deeper(message, MAX_JSON_DEPTH):
+            self.failure = AgentError(
+                "agent_protocol_error",
+                f"the agent wrote a JSON line nested deeper than {MAX_JSON_DEPTH} levels",
+            )
+            return None
+        if _routable(message):
+            assert isinstance(message, dict)
             return message
         self._noise(text, len(line))
         return None
@@ -123,6 +139,42 @@ class AgentChannel:
             )
             return
         self._on_noise(text[:NOISE_EXCERPT])
+
+
+_TOO_DEEP = object()
+"""What `json.loads` gave up on (`RecursionError`)."""
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than `limit` in `value` (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _routable(message: Any) -> bool:
+    """A JSON-RPC request, notification or response the SDK can route: a string `method`
+    with object or array `params`, and an `id` that is a string, an integer or null."""
+    if not isinstance(message, dict) or not ("method" in message or "id" in message):
+        return False
+    if "method" in message:
+        params = message.get("params")
+        if not isinstance(message["method"], str) or not isinstance(params, dict | list | None):
+            return False
+    if "id" not in message:
+        return True
+    identifier = message["id"]
+    return identifier is None or isinstance(identifier, str) or type(identifier) is int
 
 
 class AgentProcess:

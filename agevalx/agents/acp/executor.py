@@ -48,6 +48,7 @@ from agevalx.agents.acp.sandbox import (
     SandboxFactory,
     staging_dir,
 )
+from agevalx.agents.acp.sdklog import sdk_logs_to
 from agevalx.agents.base import (
     AgentError,
     Invocation,
@@ -110,7 +111,8 @@ class AcpExecutor:
             self._cancel_grace,
         )
         try:
-            return await run.execute()
+            with sdk_logs_to(recorder.transcript):
+                return await run.execute()
         except AgentError as exc:
             mask = recorder.redactor.text
             raise AgentError(exc.code, mask(exc.message), mask(exc.stderr_tail)) from None

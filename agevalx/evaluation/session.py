@@ -15,6 +15,7 @@ from pathlib import Path
 
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
+from agevalx.environments.names import docker_name
 from agevalx.lockfile.models import TaskLock
 
 Restore = Callable[[AttemptContainer], None]
@@ -79,7 +80,8 @@ class ScoringSession:
     def start(self, spec: ContainerSpec) -> AttemptContainer:
         """Start a container for scoring (labelled; removed when the session closes)."""
         labels = (*spec.labels, (ATTEMPT_LABEL, self.attempt_id), (LABEL, "scoring"))
-        container = AttemptContainer.start(dataclasses.replace(spec, labels=labels))
+        named = dataclasses.replace(spec, name_hint=docker_name(spec.name_hint), labels=labels)
+        container = AttemptContainer.start(named)
         self._started.append(container)
         return container
 

@@ -28,6 +28,7 @@ from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import WORKSPACE, remove_session_containers
 from agevalx.environments.engine import remove_image
+from agevalx.environments.names import docker_name
 from agevalx.errors import AgevalError, UsageError
 from agevalx.evaluation.result import EvaluationResult
 from agevalx.evaluation.session import RunFacts, ScoringSession
@@ -467,7 +468,7 @@ def _evaluate(
 ) -> dict[str, Any]:
     """Score the replayed outputs with the task's verifier, in containers of the replay's
     final state (committed for it, removed after)."""
-    image = place.container.commit("ageval/replay", identity)
+    image = place.container.commit("ageval/replay", docker_name(identity, "tag"))
     session = ScoringSession(
         lock=runtime.lock,
         task_dir=runtime.task_dir,

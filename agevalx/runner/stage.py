@@ -41,6 +41,7 @@ from agevalx.environments.container import (
     ContainerSpec,
     find_container,
 )
+from agevalx.environments.names import docker_name
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
@@ -131,7 +132,7 @@ def start_environment(
     options = lock.binding.environment_options
     base = ContainerSpec(
         image=image,
-        name_hint=name_hint,
+        name_hint=docker_name(name_hint),
         network=options.get("network"),
         user=options.get("user"),
         platform=options.get("platform"),

@@ -37,3 +37,28 @@ def test_a_scripted_step_that_breaks_fails_the_attempt_well_before_its_wall_time
     assert (error["code"], error["stage"]) == ("agent_error", "run")
     assert "script step 2 (terminal) failed" in error["message"]
     assert elapsed < 60, f"{elapsed:.0f} s: the attempt waited for its 120 s wall time"
+
+
+def test_a_non_ascii_ageval_task_id_runs_scores_and_replays(
+    copy_dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = copy_dataset(HOSTILE / "ageval")
+    code, document = run_json(capsys, str(dataset), "--task", "täsk-ü", "--keep-recovery-state")
+    assert code == 0, document
+    (result,) = document["results"]
+    assert (result["status"], result["task_id"]) == ("PASS", "täsk-ü")
+    replay = ["replay", str(dataset), "--run", result["attempt_id"], "--evaluate", "--json"]
+    assert main(replay) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["status"] == "matched", replayed
+    assert replayed["evaluation"]["status"] == "PASS"
+
+
+def test_a_non_ascii_harbor_task_name_runs_to_pass(
+    copy_dataset, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = copy_dataset(HOSTILE / "harbor-names")
+    code, document = run_json(capsys, str(dataset), "--agent", "oracle")
+    assert code == 0, document
+    (result,) = document["results"]
+    assert (result["status"], result["task_id"], result["score"]) == ("PASS", "täsk-ü", 1.0)

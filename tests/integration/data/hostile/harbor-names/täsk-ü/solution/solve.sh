@@ -1,0 +1,2 @@
+#!/bin/bash
+printf "grüße" > /tmp/answer.txt

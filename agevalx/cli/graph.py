@@ -30,12 +30,14 @@ from agevalx.graph import explain
 from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.lineage import BranchView, Lineage, branches, lineage
-from agevalx.operations.planning import PlanRequest, plan
+from agevalx.operations.planning import MAX_K, PlanRequest, plan
 
 app = typer.Typer(
     help="Inspect the build graph: nodes, keys, fork and replay branches, why a node is stale."
 )
-AttemptsOption = Annotated[int, typer.Option("-k", min=1, help="Attempts per task.")]
+AttemptsOption = Annotated[
+    int, typer.Option("-k", min=1, help=f"Attempts per task (at most {MAX_K}).")
+]
 
 
 def _request(

@@ -29,10 +29,14 @@ class JobProgress:
         self.errors = 0
         self.failed_nodes: list[str] = []
         self._lock = threading.Lock()
-        self._live = Live(self._render(), console=stderr, refresh_per_second=4, transient=True)
+        self._live = Live(
+            console=stderr, refresh_per_second=4, transient=True, get_renderable=self._render
+        )
 
     def _render(self) -> Text:
         elapsed = time.monotonic() - self.started
+        if not self.total and not self.done:  # not planned yet: a large job takes a while
+            return Text(f"planning the job's graph (locks, keys, cache lookups) | {elapsed:5.0f}s")
         queued = max(0, self.total - self.done - len(self.running))
         judged = self.done - self.unjudged
         rate = f"{self.passed / judged:.0%}" if judged else "-"
@@ -45,13 +49,13 @@ class JobProgress:
         with self._lock:
             # The `pass` strategy plans one round at a time: a round adds to what is done.
             self.total = self.done + sum(1 for node in plan.nodes() if node.kind == "run")
-            self._live.update(self._render())
+            self._live.refresh()
 
     def start(self, node: Node) -> None:
         with self._lock:
             if node.kind == "run":
                 self.running.add(node.id)
-            self._live.update(self._render())
+            self._live.refresh()
 
     def finish(self, report: NodeReport) -> None:
         with self._lock:
@@ -72,7 +76,7 @@ class JobProgress:
             if report.outcome == "failed":
                 self.failed_nodes.append(node.id)
                 self._live.console.print(f"failed {node.id}: {report.error}", markup=False)
-            self._live.update(self._render())
+            self._live.refresh()
 
     def __enter__(self) -> JobProgress:
         self._live.__enter__()

@@ -27,6 +27,7 @@ from agevalx.cli.render import print_json, stdout
 from agevalx.formats.base import dataset_of
 from agevalx.harbor.summary import HarborSummary
 from agevalx.lockfile import BindingRequest
+from agevalx.operations.planning import MAX_K, MAX_PLANNED_ATTEMPTS
 from agevalx.operations.run import RunOutcome, RunRequest
 from agevalx.operations.run import run as run_attempts
 from agevalx.results.paths import attempt_dir
@@ -111,7 +112,15 @@ def run(
         ),
     ] = None,
     task: TaskOption = None,
-    k: Annotated[int, typer.Option("-k", min=1, help="Independent attempts per task.")] = 1,
+    k: Annotated[
+        int,
+        typer.Option(
+            "-k",
+            min=1,
+            help=f"Independent attempts per task: at most {MAX_K}, and at most "
+            f"{MAX_PLANNED_ATTEMPTS} attempts (tasks x k) in one command.",
+        ),
+    ] = 1,
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agevalx.cache.store import CacheStore
+from agevalx.errors import UsageError
 from agevalx.formats import open_dataset
 from agevalx.formats.base import Dataset
 from agevalx.graph.plan import GraphRequest, Plan, plan_graph
@@ -61,6 +62,41 @@ def chosen_tasks(dataset: Dataset, tasks: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tasks))
 
 
+MAX_K = 1000
+"""Most attempts per task one command asks for: pass@k estimates need far fewer, each
+attempt is a container, and a larger -k later reuses the attempts already made."""
+
+MAX_PLANNED_ATTEMPTS = 100_000
+"""Most attempts (tasks x k) one command plans; planning that many takes about a minute."""
+
+
+def check_k(k: int) -> None:
+    """Refuse more than `MAX_K` attempts per task (`k_too_large`)."""
+    if k > MAX_K:
+        raise UsageError(
+            "k_too_large",
+            f"-k {k} asks for more than {MAX_K} attempts per task",
+            field="-k",
+            hint=f"use -k {MAX_K} or less; a larger -k later reuses the attempts already made, "
+            "so a big sample can be grown in steps",
+        )
+
+
+def check_scale(request: PlanRequest, tasks: tuple[str, ...]) -> None:
+    """Refuse a job too large to plan at once (`k_too_large`, `too_many_attempts`) before
+    any work, instead of planning for minutes without a word."""
+    check_k(request.k)
+    attempts = len(tasks) * (len(request.attempts) if request.attempts else request.k)
+    if attempts > MAX_PLANNED_ATTEMPTS:
+        raise UsageError(
+            "too_many_attempts",
+            f"{len(tasks)} tasks x -k {request.k} are {attempts} attempts; one command plans "
+            f"at most {MAX_PLANNED_ATTEMPTS}",
+            field="-k",
+            hint="lower -k, or run the dataset in parts with --task",
+        )
+
+
 def open_for(request: PlanRequest) -> Dataset:
     """The dataset `request` plans over, opened for its binding."""
     request.binding.check()
@@ -69,10 +105,12 @@ def open_for(request: PlanRequest) -> Dataset:
 
 def plan(request: PlanRequest, store: CacheStore, dataset: Dataset | None = None) -> Plan:
     """Build the graph for `request` (over `dataset` when it is already open); raises
-    ConfigError/UsageError for invalid input."""
+    ConfigError/UsageError for invalid input, and for a job too large (`check_scale`)."""
     dataset = dataset or open_for(request)
+    tasks = chosen_tasks(dataset, request.tasks)
+    check_scale(request, tasks)
     graph_request = GraphRequest(
-        tasks=chosen_tasks(dataset, request.tasks),
+        tasks=tasks,
         k=request.k,
         kinds=request.kinds,
         attempts=request.attempts,

@@ -24,7 +24,7 @@ from agevalx.images.build import revalidate_images
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import write_lock_view
 from agevalx.operations.lineage import fork_branch, record_branch
-from agevalx.operations.planning import PlanRequest, open_for, plan
+from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
 from agevalx.operations.recovery import (
     check_resumable,
     fork_origin,
@@ -127,6 +127,7 @@ def run(
     """Run (or reuse) every attempt of the request and write result.json / summary.json."""
     if request.k < 1:
         raise UsageError("invalid_k", "-k must be at least 1", field="-k")
+    check_k(request.k)
     if request.dataset is None and (request.resume or request.fork):
         raise UsageError(
             "dataset_required", "--resume and --fork need the dataset directory", field="DATASET"

@@ -30,10 +30,10 @@ from agevalx.cache.remote.gc import collect_remote_garbage
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.transfer import TransferReport, all_entries, pull, push, push_refs
 from agevalx.cache.usage import disk_usage, list_actions
-from agevalx.cache.verify import verify_cache
 from agevalx.cli.options import CacheDirOption, JsonOption, open_store
 from agevalx.cli.render import print_json, stderr, stdout
 from agevalx.errors import UsageError
+from agevalx.operations.verify import verify as verify_store
 
 app = typer.Typer(help="Inspect and maintain the content-addressed cache.")
 remote_app = typer.Typer(help="Configure the shared remotes this cache pushes to and pulls from.")
@@ -117,7 +117,7 @@ def verify(
 ) -> None:
     """Re-hash every stored object and report corrupt ones (exit 1 when any is found)."""
     with open_store(cache_dir) as store:
-        report = verify_cache(store, remove_corrupt=remove_corrupt)
+        report = verify_store(store, remove_corrupt=remove_corrupt)
     if as_json:
         print_json({"ok": report.ok, **report.model_dump(mode="json")})
     else:
@@ -128,6 +128,11 @@ def verify(
         )
         for bad in report.corrupt:
             stdout.print(f"corrupt {bad.area} {bad.name}: {bad.reason}", markup=False)
+        for invalid in report.invalid_outputs:
+            stdout.print(
+                f"invalid {invalid.kind}/{invalid.key} {invalid.output}: {invalid.problem}",
+                markup=False,
+            )
         for broken in report.broken_actions:
             stdout.print(
                 f"incomplete {broken.kind}/{broken.key}: missing {len(broken.missing)}",

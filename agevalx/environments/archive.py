@@ -69,6 +69,10 @@ def extract_stream(chunks: Iterable[bytes], destination: Path, strip: str) -> No
     recreated as links; one pointing outside is kept as data, and a member that would be
     written through such a link is refused (`unsafe_archive`).
     """
+    if destination.is_symlink():
+        raise AgevalError(
+            "unsafe_path", f"{destination} is a symlink: nothing is written through it"
+        )
     destination.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
         for member in archive:

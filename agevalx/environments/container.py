@@ -213,9 +213,15 @@ class AttemptContainer:
         """Filesystem changes since the container started (docker diff)."""
         return list(self._container.diff() or [])
 
-    def commit(self, repository: str, tag: str) -> str:
-        image = self._container.commit(repository=repository, tag=tag)
-        return str(image.id)
+    def commit(self, repository: str, *, blank: tuple[str, ...] = ()) -> tuple[str, str]:
+        """Commit the container as an image named by its content, `repository:<id>` (two
+        caches' attempts of one run key never share a name); `blank` names environment
+        variables whose values must not be kept in the image. The reference and the id."""
+        changes = [f"ENV {name}=" for name in blank]
+        image = self._container.commit(changes=changes or None)
+        tag = str(image.id).removeprefix("sha256:")[:32]
+        image.tag(repository, tag=tag)
+        return f"{repository}:{tag}", str(image.id)
 
     def running(self) -> bool:
         try:

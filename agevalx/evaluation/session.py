@@ -51,6 +51,8 @@ class ScoringSession:
     """Images the task scores in besides the attempt's, by name (its `scoring_image` nodes)."""
     trials_dir: Path | None = None
     """Where verifiers that keep files on the host (verifier classes run there) write them."""
+    cache_dir: Path | None = None
+    """The cache in use (the evaluator's runtime is kept beside it)."""
     artifacts: Callable[[Path], None] | None = None
     """Puts the artifacts collected after the run into an empty directory (None: none were
     collected, as for a replay: take them from `attempt_container`)."""

@@ -30,7 +30,7 @@ from agevalx.harbor.jobconfig import (
 from agevalx.harbor.models import JobConfig, JobDataset
 from agevalx.harbor.resolve import TaskContext, resolve_task
 from agevalx.harbor.spec import HarborJob, HarborTaskSpec, RunOverrides
-from agevalx.harbor.taskdir import is_harbor_task
+from agevalx.harbor.taskdir import is_harbor_task, read_task_text
 
 __all__ = ["is_harbor_task", "load_harbor_tasks"]
 
@@ -151,8 +151,8 @@ def _extra_instructions(job: JobConfig, base: Path, file: str | None) -> list[st
     for index, raw in enumerate(job.extra_instruction_paths):
         path = (base / raw).expanduser()
         try:
-            texts.append(path.read_text(encoding="utf-8"))
-        except OSError as exc:
+            texts.append(read_task_text(path))
+        except (OSError, HarborError) as exc:
             raise HarborError(
                 errors.JOB_CONFIG_INVALID,
                 f"cannot read the extra instruction file: {exc}",

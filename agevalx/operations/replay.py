@@ -29,6 +29,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.environments.container import WORKSPACE, remove_session_containers
 from agevalx.environments.engine import remove_image
 from agevalx.errors import AgevalError, UsageError
+from agevalx.evaluation.evaluate import masked
 from agevalx.evaluation.result import EvaluationResult
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import TaskRuntime, dataset_of
@@ -45,6 +46,7 @@ from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.node import task_lock
 from agevalx.operations.lineage import Branch, record_branch, source_run_key
 from agevalx.operations.planning import PlanRequest, plan
+from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
 from agevalx.runner.stage import Workplace, start_environment
@@ -406,7 +408,7 @@ def _run(
 ) -> ReplayReport:
     identity = replay_id(replay)
     place = start_environment(runtime, f"{replay.task_id}-replay", identity, image, store.root)
-    journal = ActivityJournal(directory / ACTIVITY_FILE)
+    journal = ActivityJournal(directory / ACTIVITY_FILE, Redactor(runtime.secret_values()))
     found: list[Divergence] = []
     try:
         for step, recorded in enumerate(commands):
@@ -424,7 +426,7 @@ def _run(
                 found.append(divergence)
         evaluation = None
         if evaluate:
-            evaluation = _evaluate(runtime, place, identity, scoring_images, directory)
+            evaluation = _evaluate(runtime, place, identity, scoring_images, directory, store.root)
     finally:
         place.environment.close()
     return ReplayReport(
@@ -464,10 +466,11 @@ def _evaluate(
     identity: str,
     scoring_images: dict[str, str],
     directory: Path,
+    cache_dir: Path,
 ) -> dict[str, Any]:
     """Score the replayed outputs with the task's verifier, in containers of the replay's
     final state (committed for it, removed after)."""
-    image = place.container.commit("ageval/replay", identity)
+    image, _ = place.container.commit("ageval/replay", blank=place.environment_names)
     session = ScoringSession(
         lock=runtime.lock,
         task_dir=runtime.task_dir,
@@ -476,9 +479,10 @@ def _evaluate(
         attempt_image=image,
         scoring_images=scoring_images,
         trials_dir=directory / "trials",
+        cache_dir=cache_dir,
     )
     try:
-        result = runtime.verifier().verify(session)
+        result = masked(runtime.verifier().verify(session), runtime.secret_values())
     except AgevalError as exc:
         result = EvaluationResult.failed(exc.code, exc.message)
     finally:

@@ -13,7 +13,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_session_containers
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import atomic_write, make_dirs
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
@@ -98,8 +98,7 @@ def _sample(dataset: Path, fresh: bool) -> int:
 def _write_attempt_views(
     planned: Plan, store: CacheStore, result: AttemptResult, run: ActionManifest | None
 ) -> None:
-    directory = attempt_dir(planned.dataset.root, result.attempt_id)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = make_dirs(attempt_dir(planned.dataset.root, result.attempt_id))
     if run is not None:
         for output, name in (("activity", "activity.jsonl"), ("transcript", "transcript.jsonl")):
             if output in run.outputs:

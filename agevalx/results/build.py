@@ -90,8 +90,13 @@ def attempt_result(
         fields["forked_from"] = output.forked_from
         fields["invocations"] = output.invocations
         seconds.update(output.seconds)
+    evaluation = None
     if evaluate is not None:
-        evaluation = read_result(store, evaluate)
+        try:
+            evaluation = read_result(store, evaluate)
+        except AgevalError as exc:
+            errors = {**errors, nodes[3].id: exc}
+    if evaluation is not None:
         seconds["evaluate"] = evaluation.seconds
         fields["evaluator_output"] = evaluation.evaluator_output
         if evaluation.status != "ERROR":

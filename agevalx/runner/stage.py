@@ -50,6 +50,7 @@ from agevalx.hashing import canonical_json
 from agevalx.images.build import image_reference
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.node import task_lock
+from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
 from agevalx.runner.context import QuotaExhausted, Quotas, RunContext
@@ -112,6 +113,8 @@ class Workplace:
     environment: AttemptEnvironment
     workdir: str
     """The agent's working directory."""
+    environment_names: tuple[str, ...] = ()
+    """Variables ageval set on the container (their values may be secrets)."""
 
     @property
     def container(self) -> AttemptContainer:
@@ -139,13 +142,15 @@ def start_environment(
         mounts=container_mounts(profiles(lock), cache_dir=cache_dir),
     )
     workdir = runtime.workdir(image)
+    spec = runtime.container_spec(base)
     environment = AttemptEnvironment.start(
-        runtime.container_spec(base),
+        spec,
         lock.task.limits.environment_seconds,
         compose_source=runtime.compose_file(),
         prepare=lambda started, deadline: runtime.prepare(started, workdir, deadline),
     )
-    return Workplace(environment=environment, workdir=workdir)
+    names = tuple(name for name, _ in spec.environment)
+    return Workplace(environment=environment, workdir=workdir, environment_names=names)
 
 
 class _Invoker:
@@ -368,7 +373,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     previous = read_attempt(directory) if node.payload.get("resume") else None
     if previous is None:
         shutil.rmtree(directory, ignore_errors=True)
-    journal = ActivityJournal(directory / "activity.jsonl")
+    journal = ActivityJournal(directory / "activity.jsonl", Redactor(runtime.secret_values()))
     point = resume_point(journal, previous) if previous else None
     fork = node.payload.get("fork")
     if fork is not None:  # a fork starts from the source's steps up to its checkpoint
@@ -394,7 +399,12 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     started = time.monotonic()
     if reattached is not None:
         image = image_reference(context, node)
-        place = Workplace(AttemptEnvironment(container=reattached), runtime.workdir(image))
+        names = runtime.container_spec(ContainerSpec(image=image, name_hint="")).environment
+        place = Workplace(
+            AttemptEnvironment(container=reattached),
+            runtime.workdir(image),
+            tuple(name for name, _ in names),
+        )
     else:
         place = _fresh_environment(node, context, runtime, point)
     container = place.container
@@ -431,7 +441,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         clock.add("run", started)
         final = snapshot(container, context.store, state.roots)
         artifacts = _collect_artifacts(runtime, container, place.workdir, context.store)
-        committed = container.commit(COMMITTED_REPOSITORY, node.key)
+        blank = place.environment_names
+        committed, committed_id = container.commit(COMMITTED_REPOSITORY, blank=blank)
     finally:
         place.environment.close()
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)
@@ -448,8 +459,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         limit=limit,
         invocations=state.quotas.invocations_used,
         seconds=clock.seconds,
-        committed_image=f"{COMMITTED_REPOSITORY}:{node.key}",
-        committed_image_id=committed,
+        committed_image=committed,
+        committed_image_id=committed_id,
         workdir=place.workdir,
         workspace_root=state.roots.workspace,
         forked_from=(

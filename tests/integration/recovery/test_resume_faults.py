@@ -53,12 +53,14 @@ def evaluation_running(dataset: Path) -> bool:
     return False
 
 
-def agent_starts(since: float) -> int:
+def agent_starts(since: float, attempt: str) -> int:
+    """Scripted agent processes started in containers of `attempt` since `since`, from the
+    engine's own exec events (only this attempt's: other work on the engine is not counted)."""
     events = client().events(
         since=int(since),
         until=int(time.time()) + 1,
         decode=True,
-        filters={"type": "container", "event": "exec_create"},
+        filters={"type": "container", "event": "exec_create", "label": f"ageval.attempt={attempt}"},
     )
     # The engine names the command in the action (`exec_create: <command>`, Docker 20.10) or
     # in the actor's attributes (newer engines).
@@ -124,7 +126,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, 
     invocations = [r for r in final if r["type"] == "invocation"]
     assert [r["invocation"] for r in invocations] == [0, 1, 2]
     assert invocations[: len(done_before)] == done_before  # nothing recorded was lost
-    starts = agent_starts(started)
+    starts = agent_starts(started, result["attempt_id"])
     assert starts <= expected_starts, f"{starts} agent processes: a completed invocation ran again"
     labels = [f"ageval.attempt={result['attempt_id']}"]
     mine = client().containers.list(sparse=True, filters={"label": labels})

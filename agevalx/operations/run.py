@@ -34,6 +34,7 @@ from agevalx.operations.recovery import (
 from agevalx.results.build import attempt_result, attempts_of, job_summary
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
+from agevalx.runner.recovery import read_attempt
 
 SAMPLE_FILE = ".ageval/sample"
 ARTIFACTS_DIR = "artifacts"
@@ -152,6 +153,9 @@ def run(
         for node in planned.nodes():
             if node.kind == "run":
                 node.payload["fork"] = {**origin, "records": inherited}
+    for node in planned.nodes():
+        if node.kind == "run" and request.keep_recovery_state:
+            node.payload["keep_recovery_state"] = True
     if request.resume:
         mark_resume(planned, request.resume)
     report = _execute(planned, request, store, callbacks)
@@ -250,7 +254,8 @@ def _write_views(
         result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
         run_action = actions.get(f"run:{task_id}#{attempt}")
         _write_attempt_views(planned, store, result, run_action)
-        if keep_recovery_state and run_action is not None:
+        kept = read_attempt(attempt_dir(root, result.attempt_id))
+        if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)
         results.append(result)
     summary, path = None, None

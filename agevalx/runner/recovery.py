@@ -52,6 +52,8 @@ class AttemptRecord(BaseModel):
     """Unix time the run stage started (spent wall time counts on resume)."""
     spent_seconds: float = 0.0
     """Run-stage seconds spent by earlier processes of this attempt."""
+    keep_recovery_state: bool = False
+    """Started with `--keep-recovery-state`: a resume keeps the cut points too."""
 
 
 def write_attempt(directory: Path, record: AttemptRecord) -> None:

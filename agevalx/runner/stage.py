@@ -393,6 +393,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         pid=os.getpid(),
         container_id=previous.container_id if previous else None,
         spent_seconds=point.spent_seconds if point else 0.0,
+        keep_recovery_state=bool(node.payload.get("keep_recovery_state"))
+        or bool(previous and previous.keep_recovery_state),
     )
     write_attempt(directory, record)
     clock = StageClock()

@@ -15,6 +15,7 @@ import docker
 
 from agevalx.environments.archive import extract_stream, tar_directory, tar_files
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
+from agevalx.environments.owners import owner_labels
 
 WORKSPACE = "/attempt/workspace"
 HOME = "/attempt/home"
@@ -53,6 +54,25 @@ class ContainerSpec:
     labels: tuple[tuple[str, str], ...] = ()
     mounts: tuple[tuple[str, str], ...] = ()
     """Read-only bind mounts (host path, container path), e.g. agent bundles."""
+    name: str | None = None
+    """The container's name (see `container_name`); generated from `name_hint` when None.
+    The run stage names it itself, to journal the name before the container exists."""
+
+
+def container_name(name_hint: str) -> str:
+    """A fresh, unique container name for `name_hint`."""
+    return f"ageval-{name_hint}-{uuid.uuid4().hex[:8]}"
+
+
+def container_labels(spec: ContainerSpec) -> dict[str, str]:
+    """What every container ageval starts is labelled with: what it is, this process's
+    session, its owner (see `owners`), then the spec's own labels."""
+    return {
+        LABEL: "attempt",
+        f"{LABEL}.session": SESSION,
+        **dict(spec.labels),
+        **owner_labels(),
+    }
 
 
 def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
@@ -63,8 +83,8 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         "init": True,
         "working_dir": "/",
         "environment": {"HOME": HOME, **dict(spec.environment)},
-        "labels": {LABEL: "attempt", f"{LABEL}.session": SESSION, **dict(spec.labels)},
-        "name": f"ageval-{spec.name_hint}-{uuid.uuid4().hex[:8]}",
+        "labels": container_labels(spec),
+        "name": spec.name or container_name(spec.name_hint),
         "extra_hosts": {"host.docker.internal": "host-gateway"},
     }
     if spec.network_mode is not None:
@@ -213,8 +233,11 @@ class AttemptContainer:
         """Filesystem changes since the container started (docker diff)."""
         return list(self._container.diff() or [])
 
-    def commit(self, repository: str, tag: str) -> str:
-        image = self._container.commit(repository=repository, tag=tag)
+    def commit(self, repository: str, tag: str, labels: dict[str, str] | None = None) -> str:
+        """Commit the container as `repository:tag`; the image is labelled as made by this
+        process (owner labels, see `owners`) plus `labels`, over the container's own."""
+        conf = {"Labels": {**owner_labels(), **(labels or {})}}
+        image = self._container.commit(repository=repository, tag=tag, conf=conf)
         return str(image.id)
 
     def running(self) -> bool:

@@ -167,11 +167,9 @@ class AgevalRuntime(TaskRuntime):
         for item in self.lock.task.artifacts.publishable:
             source = f"{workdir.rstrip('/')}/{item.path}"
             target = into / item.path
-            data = container.read_file(source, limit=-1)
-            if data is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            elif container.exec(f"test -d {shlex.quote(source)}", workdir="/").exit_code == 0:
+            if container.copy_file(source, target):  # streamed to disk, whole
+                continue
+            if container.exec(f"test -d {shlex.quote(source)}", workdir="/").exit_code == 0:
                 container.get_directory(source, target)
 
     def verifier(self) -> Verifier:

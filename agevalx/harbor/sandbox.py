@@ -167,9 +167,6 @@ def collect_artifacts(
             container.get_directory(artifact.source, target)
             collected.append(artifact.source)
             continue
-        data = container.read_file(artifact.source, limit=-1)  # -1: the whole file
-        if data is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        if container.copy_file(artifact.source, target):  # streamed to disk, whole
             collected.append(artifact.source)
     return collected

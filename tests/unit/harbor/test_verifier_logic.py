@@ -82,6 +82,13 @@ class FakeContainer:
     def read_file(self, path: str, limit: int = 1 << 20) -> bytes | None:
         return self.files.get(path)
 
+    def copy_file(self, path: str, target: Path, limit: int | None = None) -> bool:
+        if path not in self.files:
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(self.files[path])
+        return True
+
     def runs(self, needle: str) -> list[Call]:
         return [call for call in self.calls if needle in call.command]
 

@@ -1,12 +1,12 @@
 """Who owns what ageval starts in Docker, and reaping what dead owners left behind.
 
 Every container, compose service, network and volume ageval starts, and every image it makes,
-carries owner labels naming the process that made it: its host, its pid and its start identity
-(the boot id and the start time in clock ticks from `/proc/<pid>/stat`), so a pid the kernel has
-handed to another process since is not taken for the owner. A process killed with SIGKILL
-cleans nothing up; the next `ageval run` or `ageval replay` on the same host removes what it
-left (`reap_orphans`). Objects of a live owner (another ageval running right now) and of other
-hosts (an engine shared through `DOCKER_HOST`) are never touched.
+carries owner labels naming the process that made it: its host (name and machine id), its pid
+and its start identity (the boot id and the start time in clock ticks from `/proc/<pid>/stat`),
+so a pid the kernel has handed to another process since is not taken for the owner. A process
+killed with SIGKILL cleans nothing up; the next `ageval run` or `ageval replay` on the same host
+removes what it left (`reap_orphans`). Objects of a live owner (another ageval running right
+now) and of other hosts (an engine shared through `DOCKER_HOST`) are never touched.
 
 A resumed attempt re-attaches the container of the process that died; while it uses it, it
 holds an adoption marker (a labelled Docker volume naming the container, owned by the resuming
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
 
 OWNER_HOST = f"{LABEL}.owner.host"
+OWNER_MACHINE = f"{LABEL}.owner.machine"
 OWNER_PID = f"{LABEL}.owner.pid"
 OWNER_START = f"{LABEL}.owner.start"
 ADOPTS = f"{LABEL}.adopts"
@@ -45,9 +46,24 @@ class Owner:
     pid: int
     start: str
     """`<boot id>:<start ticks>` of the process ("" where /proc is not available)."""
+    machine: str = ""
+    """The host's machine id (/etc/machine-id; "" when it has none): two machines that share
+    an engine and a host name are still told apart."""
 
     def labels(self) -> dict[str, str]:
-        return {OWNER_HOST: self.host, OWNER_PID: str(self.pid), OWNER_START: self.start}
+        return {
+            OWNER_HOST: self.host,
+            OWNER_MACHINE: self.machine,
+            OWNER_PID: str(self.pid),
+            OWNER_START: self.start,
+        }
+
+    @property
+    def here(self) -> bool:
+        """Whether it ran on this host, where its pid can be checked."""
+        if self.host != socket.gethostname():
+            return False
+        return not (self.machine and machine_id()) or self.machine == machine_id()
 
     @classmethod
     def from_labels(cls, labels: Mapping[str, str] | None) -> Owner | None:
@@ -56,7 +72,12 @@ class Owner:
         pid = labels.get(OWNER_PID, "")
         if OWNER_HOST not in labels or not pid.isdigit():
             return None
-        return cls(host=labels[OWNER_HOST], pid=int(pid), start=labels.get(OWNER_START, ""))
+        return cls(
+            host=labels[OWNER_HOST],
+            pid=int(pid),
+            start=labels.get(OWNER_START, ""),
+            machine=labels.get(OWNER_MACHINE, ""),
+        )
 
 
 def process_start(pid: int) -> str | None:
@@ -77,6 +98,14 @@ def process_start(pid: int) -> str | None:
 
 
 @cache
+def machine_id() -> str:
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        with contextlib.suppress(OSError):
+            return Path(path).read_text(encoding="ascii").strip()
+    return ""
+
+
+@cache
 def _boot_id() -> str:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
@@ -91,7 +120,9 @@ def this_process() -> Owner:
 
 @cache
 def _owner_of(pid: int) -> Owner:
-    return Owner(host=socket.gethostname(), pid=pid, start=process_start(pid) or "")
+    return Owner(
+        host=socket.gethostname(), pid=pid, start=process_start(pid) or "", machine=machine_id()
+    )
 
 
 def owner_labels() -> dict[str, str]:
@@ -102,7 +133,7 @@ def owner_labels() -> dict[str, str]:
 def is_alive(owner: Owner) -> bool:
     """Whether `owner` still runs. Owners on other hosts cannot be checked: they count as
     alive, so nothing of theirs is ever removed."""
-    if owner.host != socket.gethostname():
+    if not owner.here:
         return True
     if owner.pid == os.getpid():
         return owner.start == this_process().start
@@ -123,7 +154,7 @@ def is_alive(owner: Owner) -> bool:
 def dead_here(labels: Mapping[str, str] | None) -> bool:
     """True for an object whose owner ran on this host and no longer does."""
     owner = Owner.from_labels(labels)
-    return owner is not None and owner.host == socket.gethostname() and not is_alive(owner)
+    return owner is not None and owner.here and not is_alive(owner)
 
 
 class ReapReport(BaseModel):

@@ -240,3 +240,12 @@ def test_a_resume_reattaches_the_dead_owners_container(copy_dataset, tmp_path, c
     assert labelled(dataset) == []
     marker = [f"ageval.adopts={before['container_id']}"]
     assert client().volumes.list(filters={"label": marker}) == []
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])  # replays reap too
+    ended.wait()
+    owner = {OWNER_HOST: socket.gethostname(), OWNER_PID: str(ended.pid), OWNER_START: "x:1"}
+    orphan = _owned_container(owner, f"replay-{uuid.uuid4().hex[:8]}")
+    code = main(["replay", str(dataset), "--run", attempt, "--json"])
+    replayed = json.loads(capsys.readouterr().out)
+    assert code == 0 and replayed["status"] == "matched", replayed
+    assert not _exists(orphan) and ended.pid in replayed["reaped"]["owners"]

@@ -59,6 +59,14 @@ def test_an_ended_process_is_dead_and_other_hosts_are_never_judged() -> None:
     assert not dead_here(elsewhere)
 
 
+def test_another_machine_with_the_same_host_name_is_never_judged() -> None:
+    me = this_process()
+    assert me.machine  # this test machine has a machine id
+    twin = Owner(me.host, 1 << 22, "x:1", machine="0" * 32)
+    assert is_alive(twin) and not dead_here(twin.labels())
+    assert not is_alive(Owner(me.host, 1 << 22, "x:1", machine=me.machine))
+
+
 def test_malformed_or_missing_owner_labels_name_no_owner() -> None:
     assert Owner.from_labels({}) is None
     assert Owner.from_labels({OWNER_HOST: "h", OWNER_PID: "12a"}) is None

@@ -13,6 +13,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from agevalx.errors import AgevalError
 
@@ -65,9 +66,9 @@ def make_dirs(path: Path, root: Path | None = None) -> Path:
     return path
 
 
-def write_inside(root: Path, target: Path, data: Iterable[bytes]) -> None:
-    """Write `data` (chunks) to a new file `target` under `root`: no component between them
-    may be a symlink, and an existing file or link at `target` is replaced, never followed."""
+def open_inside(root: Path, target: Path) -> BinaryIO:
+    """A new file `target` under `root`, open for writing: no component between them may be a
+    symlink, and an existing file or link at `target` is replaced, never followed."""
     make_dirs(target.parent, root)
     try:
         os.unlink(target)
@@ -76,8 +77,12 @@ def write_inside(root: Path, target: Path, data: Iterable[bytes]) -> None:
     except IsADirectoryError:
         raise AgevalError("unsafe_path", f"{target} is a directory") from None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    descriptor = os.open(target, flags, 0o644)
-    with os.fdopen(descriptor, "wb") as stream:
+    return os.fdopen(os.open(target, flags, 0o644), "wb")
+
+
+def write_inside(root: Path, target: Path, data: Iterable[bytes]) -> None:
+    """Write `data` (chunks) to a new file `target` under `root` (see `open_inside`)."""
+    with open_inside(root, target) as stream:
         for chunk in data:
             stream.write(chunk)
 

@@ -28,7 +28,7 @@ from agevalx.environments.container import PRIVATE, WORKSPACE, AttemptContainer,
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.evaluation.evaluator_py import EvaluatorPy
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
-from agevalx.fsutil import make_dirs, write_inside
+from agevalx.fsutil import make_dirs
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.resolve import PROMPT_FILE, resolve_task_lock
@@ -175,10 +175,9 @@ class AgevalRuntime(TaskRuntime):
         for item in self.lock.task.artifacts.publishable:
             source = f"{workdir.rstrip('/')}/{item.path}"
             target = into / item.path
-            data = container.read_file(source, limit=-1)
-            if data is not None:
-                write_inside(into, target, [data])
-            elif container.exec(f"test -d {shlex.quote(source)}", workdir="/").exit_code == 0:
+            if container.copy_file(source, target, root=into):  # streamed to disk, whole
+                continue
+            if container.exec(f"test -d {shlex.quote(source)}", workdir="/").exit_code == 0:
                 make_dirs(target.parent, into)
                 container.get_directory(source, target)
 

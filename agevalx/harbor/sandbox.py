@@ -18,7 +18,7 @@ import docker
 from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import AgevalError
-from agevalx.fsutil import make_dirs, write_inside
+from agevalx.fsutil import make_dirs
 from agevalx.harbor.models import ArtifactConfig
 from agevalx.harbor.spec import HarborTaskSpec
 
@@ -177,9 +177,7 @@ def collect_artifacts(
                 container.get_directory(artifact.source, target)
                 collected.append(artifact.source)
                 continue
-            data = container.read_file(artifact.source, limit=-1)  # -1: the whole file
-            if data is not None:
-                write_inside(destination, target, [data])
+            if container.copy_file(artifact.source, target, root=destination):  # streamed
                 collected.append(artifact.source)
         except AgevalError as exc:
             if exc.code not in UNSAFE_CODES:

@@ -11,6 +11,7 @@ from pathlib import Path
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_session_containers
+from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write, make_dirs
@@ -29,6 +30,7 @@ from agevalx.operations.recovery import (
     check_resumable,
     fork_origin,
     mark_resume,
+    resumed_container,
     write_checkpoint_index,
 )
 from agevalx.results.build import attempt_result, attempts_of, job_summary
@@ -72,6 +74,8 @@ class RunOutcome:
     results: list[AttemptResult]
     summary: JobSummary | None
     summary_path: Path | None
+    reaped: ReapReport = field(default_factory=ReapReport)
+    """What dead ageval processes of this host had left in Docker, removed before the run."""
 
     @property
     def ok(self) -> bool:
@@ -132,6 +136,19 @@ def run(
             "dataset_required", "--resume and --fork need the dataset directory", field="DATASET"
         )
     attempts = check_resumable(request) if request.resume else None
+    with adopting(resumed_container(request) if request.resume else None):
+        reaped = reap_orphans()
+        outcome = _run(request, store, attempts, _Callbacks(on_progress, on_start, on_plan))
+    outcome.reaped = reaped
+    return outcome
+
+
+def _run(
+    request: RunRequest,
+    store: CacheStore,
+    attempts: tuple[int, ...] | None,
+    callbacks: _Callbacks,
+) -> RunOutcome:
     origin, inherited = fork_origin(request) if request.fork else (None, [])
     sample = _sample(request.dataset or Path.cwd(), request.fresh)
     plan_request = PlanRequest(
@@ -144,7 +161,6 @@ def run(
         fork=origin,
         harbor=request.harbor,
     )
-    callbacks = _Callbacks(on_progress, on_start, on_plan)
     dataset = open_for(plan_request)
     if dataset.attempt_strategy() == "pass" and request.k > 1 and not (attempts or origin):
         return _run_until_passed(plan_request, request, store, callbacks, dataset)

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,21 +34,24 @@ from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.config.secrets import resolve_reference
 from agevalx.environments.attempt import AttemptEnvironment
+from agevalx.environments.compose import project_name
 from agevalx.environments.container import (
     ATTEMPT_LABEL,
     HOME,
     PRIVATE,
     AttemptContainer,
     ContainerSpec,
+    container_name,
     find_container,
 )
+from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json
-from agevalx.images.build import image_reference
+from agevalx.images.build import image_labels, image_reference
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.node import task_lock
 from agevalx.redaction import Redactor
@@ -121,20 +125,33 @@ class Workplace:
         return self.environment.container
 
 
+RecordNames = Callable[[str, str | None], None]
+"""Records the names of the attempt container and its compose project before either starts."""
+
+
 def start_environment(
     runtime: TaskRuntime,
     name_hint: str,
     label: str,
     image: str,
     cache_dir: Path | None = None,
+    record_names: RecordNames | None = None,
 ) -> Workplace:
     """Environment stage: agent bundles, the container of `image` with the job's environment
-    options and the format's settings, sidecars, and the format's preparation."""
+    options and the format's settings, sidecars, and the format's preparation. The names are
+    chosen first and handed to `record_names`, so that a process killed while starting them
+    leaves a record of what to look for."""
     lock = runtime.lock
     options = lock.binding.environment_options
+    name = container_name(name_hint)
+    compose = runtime.compose_file()
+    project = project_name() if compose is not None else None
+    if record_names is not None:
+        record_names(name, project)
     base = ContainerSpec(
         image=image,
         name_hint=name_hint,
+        name=name,
         network=options.get("network"),
         user=options.get("user"),
         platform=options.get("platform"),
@@ -146,7 +163,8 @@ def start_environment(
     environment = AttemptEnvironment.start(
         spec,
         lock.task.limits.environment_seconds,
-        compose_source=runtime.compose_file(),
+        compose_source=compose,
+        compose_project=project,
         prepare=lambda started, deadline: runtime.prepare(started, workdir, deadline),
     )
     names = tuple(name for name, _ in spec.environment)
@@ -327,6 +345,7 @@ def _fresh_environment(
     context: ExecutionContext,
     runtime: TaskRuntime,
     point: ResumePoint | None,
+    record_names: RecordNames,
 ) -> Workplace:
     """A new environment, with the last checkpoint (if any) restored into it."""
     place = start_environment(
@@ -335,6 +354,7 @@ def _fresh_environment(
         attempt_id(node),
         image_reference(context, node),
         context.store.root,
+        record_names,
     )
     checkpoint = point.checkpoint if point else None
     if checkpoint:
@@ -391,7 +411,9 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         config_digest=lock.config_digest,
         host=socket.gethostname(),
         pid=os.getpid(),
+        process_start=this_process().start,
         container_id=previous.container_id if previous else None,
+        container_name=previous.container_name if previous else None,
         spent_seconds=point.spent_seconds if point else 0.0,
         keep_recovery_state=bool(node.payload.get("keep_recovery_state"))
         or bool(previous and previous.keep_recovery_state),
@@ -408,7 +430,13 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             tuple(name for name, _ in names),
         )
     else:
-        place = _fresh_environment(node, context, runtime, point)
+
+        def record_names(name: str, project: str | None) -> None:
+            record.container_id = None
+            record.container_name, record.compose_project = name, project
+            write_attempt(directory, record)
+
+        place = _fresh_environment(node, context, runtime, point, record_names)
     container = place.container
     record.container_id, record.run_started = container.id, time.time()
     write_attempt(directory, record)
@@ -443,8 +471,9 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         clock.add("run", started)
         final = snapshot(container, context.store, state.roots)
         artifacts = _collect_artifacts(runtime, container, place.workdir, context.store)
-        blank = place.environment_names
-        committed, committed_id = container.commit(COMMITTED_REPOSITORY, blank=blank)
+        committed, committed_id = container.commit(
+            COMMITTED_REPOSITORY, blank=place.environment_names, labels=image_labels(context.store)
+        )
     finally:
         place.environment.close()
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)

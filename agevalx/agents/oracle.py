@@ -11,6 +11,7 @@ code are recorded as one `terminal` action; a non-zero exit is a result, not an 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import posixpath
 import shlex
@@ -83,6 +84,10 @@ class OracleExecutor:
 
     async def _invoke(self, invocation: Invocation) -> InvocationResult:
         layout = invocation.oracle or OracleLayout()
+        # The solution's own variables are secrets like the agent's: masked when recorded.
+        invocation = dataclasses.replace(
+            invocation, environ={**invocation.environ, **layout.environment}
+        )
         container = invocation.container
         sandbox = self._sandbox_factory(container)
         directory = await _copy_solution(sandbox, invocation, layout)
@@ -99,7 +104,7 @@ class OracleExecutor:
             display=display,
             cwd=container.workdir,
             env={"HOME": layout.home or container.home},
-            secrets={**invocation.environ, **layout.environment},
+            secrets=dict(invocation.environ),
             output_limit=OUTPUT_LIMIT,
         )
         recorder = Recorder(invocation)

@@ -8,6 +8,7 @@ and malformed action entries, so later lookups are plain misses.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
@@ -36,7 +37,8 @@ class CorruptFile(BaseModel):
     path: str
     """Absolute path of the file."""
     reason: str
-    """`digest_mismatch`, `bad_name`, `unreadable`, `invalid_manifest` or `malformed_entry`."""
+    """`digest_mismatch`, `bad_name`, `unreadable`, `invalid_manifest`, `malformed_entry`, or
+    `invalid_output` (an entry whose blob breaks its format)."""
 
 
 class BrokenAction(BaseModel):
@@ -50,6 +52,23 @@ class BrokenAction(BaseModel):
     """The entry's node key."""
     missing: list[str]
     """Digests of the absent, truncated or corrupt blobs and trees."""
+
+
+class InvalidOutput(BaseModel):
+    """An entry whose blob verifies against its digest but breaks its declared format."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    kind: str
+    key: str
+    output: str
+    """The output's name."""
+    problem: str
+    """What the parse reported (its first line)."""
+
+
+OutputCheck = Callable[[bytes], str | None]
+"""Parses an output blob; the problem, or None when it is well-formed."""
 
 
 class VerifyReport(BaseModel):
@@ -67,17 +86,27 @@ class VerifyReport(BaseModel):
     """Files whose content does not match their name or format."""
     broken_actions: list[BrokenAction] = Field(default_factory=list)
     """Entries that would be misses because objects they name are missing."""
+    invalid_outputs: list[InvalidOutput] = Field(default_factory=list)
+    """Entries whose blob does not parse as its rule's model (they would poison reads)."""
     removed: int = 0
     """Corrupt files deleted (only with `remove_corrupt`)."""
 
     @property
     def ok(self) -> bool:
         """True if nothing is corrupt or broken."""
-        return not self.corrupt and not self.broken_actions
+        return not self.corrupt and not self.broken_actions and not self.invalid_outputs
 
 
-def verify_cache(store: CacheStore, *, remove_corrupt: bool = False) -> VerifyReport:
-    """Re-hash every blob and tree and check every action entry; optionally delete bad files."""
+def verify_cache(
+    store: CacheStore,
+    *,
+    remove_corrupt: bool = False,
+    checks: Mapping[tuple[str, str], OutputCheck] | None = None,
+) -> VerifyReport:
+    """Re-hash every blob and tree and check every action entry; optionally delete bad files.
+
+    `checks` parse the blobs of `(kind, output)`: an entry whose blob fails is reported in
+    `invalid_outputs` (and deleted with `remove_corrupt`: it becomes a miss)."""
     lock: AbstractContextManager[None] = (
         store.lock.exclusive() if remove_corrupt else store.in_use()
     )
@@ -88,7 +117,7 @@ def verify_cache(store: CacheStore, *, remove_corrupt: bool = False) -> VerifyRe
         _check_trees(store, report, trees)
         if remove_corrupt:
             _remove(report)
-        _check_actions(store, report, trees, {bad.name for bad in report.corrupt})
+        _check_actions(store, report, trees, {bad.name for bad in report.corrupt}, checks or {})
         if remove_corrupt:
             _remove(report, area="actions")
     return report
@@ -133,8 +162,10 @@ def _check_actions(
     report: VerifyReport,
     trees: dict[str, TreeManifest | None],
     corrupt: set[str],
+    checks: Mapping[tuple[str, str], OutputCheck],
 ) -> None:
-    """Report malformed entries, and entries naming missing or corrupt objects."""
+    """Report malformed entries, entries naming missing or corrupt objects, and entries whose
+    blobs break their format."""
     for action in iter_action_files(store):
         report.actions_checked += 1
         if action.manifest is None:
@@ -153,6 +184,22 @@ def _check_actions(
             report.broken_actions.append(
                 BrokenAction(kind=action.kind, key=action.key, missing=missing)
             )
+            continue
+        for output, ref in action.manifest.outputs.items():
+            check = checks.get((action.kind, output))
+            problem = check(store.get_bytes(ref.digest)) if check else None
+            if problem is not None:
+                report.invalid_outputs.append(
+                    InvalidOutput(kind=action.kind, key=action.key, output=output, problem=problem)
+                )
+                report.corrupt.append(
+                    CorruptFile(
+                        area="actions",
+                        name=action.name,
+                        path=str(action.path),
+                        reason="invalid_output",
+                    )
+                )
 
 
 def _named(manifest: ActionManifest, trees: dict[str, TreeManifest | None]) -> list[str]:

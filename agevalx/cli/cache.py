@@ -28,12 +28,15 @@ from agevalx.cache.remote.config import (
 )
 from agevalx.cache.remote.gc import collect_remote_garbage
 from agevalx.cache.remote.store import RemoteStore
+from agevalx.cache.store import CacheStore
 from agevalx.cache.transfer import TransferReport, all_entries, pull, push, push_refs
 from agevalx.cache.usage import disk_usage, list_actions
-from agevalx.cache.verify import verify_cache
 from agevalx.cli.options import CacheDirOption, JsonOption, open_store
 from agevalx.cli.render import print_json, stderr, stdout
+from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import UsageError
+from agevalx.images.gc import ImageGcReport, collect_images
+from agevalx.operations.verify import verify as verify_store
 
 app = typer.Typer(help="Inspect and maintain the content-addressed cache.")
 remote_app = typer.Typer(help="Configure the shared remotes this cache pushes to and pulls from.")
@@ -117,7 +120,7 @@ def verify(
 ) -> None:
     """Re-hash every stored object and report corrupt ones (exit 1 when any is found)."""
     with open_store(cache_dir) as store:
-        report = verify_cache(store, remove_corrupt=remove_corrupt)
+        report = verify_store(store, remove_corrupt=remove_corrupt)
     if as_json:
         print_json({"ok": report.ok, **report.model_dump(mode="json")})
     else:
@@ -128,6 +131,11 @@ def verify(
         )
         for bad in report.corrupt:
             stdout.print(f"corrupt {bad.area} {bad.name}: {bad.reason}", markup=False)
+        for invalid in report.invalid_outputs:
+            stdout.print(
+                f"invalid {invalid.kind}/{invalid.key} {invalid.output}: {invalid.problem}",
+                markup=False,
+            )
         for broken in report.broken_actions:
             stdout.print(
                 f"incomplete {broken.kind}/{broken.key}: missing {len(broken.missing)}",
@@ -150,17 +158,28 @@ def gc(
             "--remote", help="Collect this remote (name or URL) instead, from its own refs."
         ),
     ] = None,
+    images: Annotated[
+        bool,
+        typer.Option(
+            "--images",
+            help="Also remove the Docker images made for this cache that no remaining entry "
+            "names (without it they are only listed).",
+        ),
+    ] = False,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete what no ref reaches, keeping the newest entries of each kind."""
+    """Delete what no ref reaches, keeping the newest entries of each kind; list (with
+    --images, remove) this cache's orphaned Docker images."""
     if remote is not None:
         _gc_remote(remote, keep_newest, cache_dir, as_json)
         return
     with open_store(cache_dir) as store:
         report = collect_garbage(store, keep_newest_per_kind=keep_newest)
+        orphans = _orphaned_images(store, images)
     if as_json:
-        print_json({"ok": True, **report.model_dump(mode="json")})
+        found = None if orphans is None else orphans.model_dump(mode="json")
+        print_json({"ok": True, **report.model_dump(mode="json"), "images": found})
         return
     stdout.print(
         f"removed {report.actions_removed} entries, {report.trees_removed} trees, "
@@ -168,6 +187,34 @@ def gc(
         f"({_size(report.bytes_freed)}); kept {report.actions_kept} entries",
         markup=False,
     )
+    if orphans is not None:
+        _render_images(orphans, removing=images)
+
+
+def _orphaned_images(store: CacheStore, remove: bool) -> ImageGcReport | None:
+    """The image part of gc; None when there is no Docker engine and none was asked for."""
+    try:
+        return collect_images(store, remove=remove)
+    except EnvironmentFailure:
+        if remove:
+            raise
+        return None
+
+
+def _render_images(report: ImageGcReport, *, removing: bool) -> None:
+    for image in report.removed:
+        name = ", ".join(image.tags) or "<untagged>"
+        stdout.print(f"removed image {image.id[7:19]} {name} ({_size(image.size)})", markup=False)
+    if removing:
+        left = len(report.orphaned) - len(report.removed)
+        kept = f"; {left} in use by a container, kept" if left else ""
+        stdout.print(f"removed {len(report.removed)} orphaned images{kept}", markup=False)
+    elif report.orphaned:
+        stdout.print(
+            f"{len(report.orphaned)} orphaned images ({_size(report.orphaned_bytes)}) that no "
+            "entry names: remove them with ageval cache gc --images",
+            markup=False,
+        )
 
 
 def _gc_remote(name: str, keep_newest: int, cache_dir: Any, as_json: bool) -> None:

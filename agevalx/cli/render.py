@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from agevalx.environments.owners import ReapReport
 from agevalx.errors import AgevalError
 
 # Piped output is read by scripts and people alike: never truncate it to 80 columns.
@@ -31,3 +32,23 @@ def render_error(error: AgevalError, *, as_json: bool) -> None:
     stderr.print(f"[bold red]error[/] {escape(f'[{error.code}] {location}{error.message}')}")
     if error.hint:
         stderr.print(f"  hint: {error.hint}", markup=False)
+
+
+def render_reaped(report: ReapReport) -> None:
+    """One line on stderr naming what dead ageval processes had left and was removed."""
+    if not report.removed:
+        return
+    parts = [
+        f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+        for items, noun in (
+            (report.containers, "container"),
+            (report.networks, "network"),
+            (report.volumes, "volume"),
+        )
+        if items
+    ]
+    pids = ", ".join(str(pid) for pid in report.owners)
+    stderr.print(
+        f"removed {', '.join(parts)} left by ageval processes that died (pid {pids})",
+        markup=False,
+    )

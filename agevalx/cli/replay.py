@@ -15,7 +15,7 @@ from agevalx.cli.options import (
     ProfilesOption,
     open_store,
 )
-from agevalx.cli.render import print_json, stdout
+from agevalx.cli.render import print_json, render_reaped, stdout
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.replay import replay as replay_attempt
 
@@ -59,9 +59,11 @@ def replay(
                 **report.model_dump(mode="json"),
                 "outcome": outcome.outcome,
                 "node": outcome.node.summary(),
+                "reaped": outcome.reaped.model_dump(mode="json"),
             }
         )
         return
+    render_reaped(outcome.reaped)
     stdout.print(
         f"replay of {report.source_attempt}: {report.status}, {report.steps} steps, "
         f"{report.divergences} diverged -> {report.evidence}",

@@ -23,7 +23,7 @@ from agevalx.cli.options import (
     open_store,
 )
 from agevalx.cli.progress import JobProgress
-from agevalx.cli.render import print_json, stdout
+from agevalx.cli.render import print_json, render_reaped, stdout
 from agevalx.formats.base import dataset_of
 from agevalx.harbor.summary import HarborSummary
 from agevalx.lockfile import BindingRequest
@@ -43,10 +43,12 @@ def _document(outcome: RunOutcome) -> dict[str, Any]:
         "nodes": [item.to_dict() for item in outcome.report.nodes],
         "counts": outcome.report.counts(),
         "warnings": [warning.model_dump(mode="json") for warning in outcome.warnings],
+        "reaped": outcome.reaped.model_dump(mode="json"),
     }
 
 
 def _recap(outcome: RunOutcome) -> None:
+    render_reaped(outcome.reaped)
     counts = outcome.report.counts()
     stdout.print(
         f"nodes: {counts['computed']} computed, {counts['reused']} reused"

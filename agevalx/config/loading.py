@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from agevalx.errors import ConfigError
+from agevalx.errors import AgevalError, ConfigError
+from agevalx.fsutil import read_limited
 
 MAX_CONFIG_BYTES = 1 << 20
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -118,24 +119,22 @@ def read_yaml(path: Path, *, display: str, lists: bool = False) -> Any:
     """Read a YAML file of plain, finite JSON-like data within the size, depth and value
     budgets (an alias bomb is refused, not expanded); its top level is a mapping (or, with
     `lists`, a list). Every failure is a coded `ConfigError`."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         raise ConfigError(
             "missing_file", "the file does not exist", file=display, hint=f"create {path.name}"
-        ) from None
-    except IsADirectoryError:
-        raise ConfigError(
-            "invalid_yaml", "expected a file, found a directory", file=display
-        ) from None
-    except OSError as exc:
-        raise ConfigError(
-            "unreadable_file", f"cannot read the file: {exc.strerror}", file=display
-        ) from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            "invalid_yaml", f"the file is larger than {MAX_CONFIG_BYTES} bytes", file=display
         )
+    if path.is_dir():
+        raise ConfigError("invalid_yaml", "expected a file, found a directory", file=display)
+    try:
+        raw = read_limited(path, MAX_CONFIG_BYTES, display=display)
+    except AgevalError as exc:
+        code = "invalid_yaml" if exc.code == "file_too_large" else exc.code
+        message = (
+            f"the file is larger than {MAX_CONFIG_BYTES} bytes"
+            if exc.code == "file_too_large"
+            else exc.message
+        )
+        raise ConfigError(code, message, file=display, hint=exc.hint) from None
     if b"\x00" in raw:
         raise ConfigError("invalid_yaml", "the file is binary, not YAML", file=display)
     try:

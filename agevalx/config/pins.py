@@ -57,3 +57,26 @@ def highest_effort(model_id: str | None, *, file: str, field: str) -> str:
             hint="this model has no effort levels; remove reasoning.effort",
         )
     return row.efforts[-1]
+
+
+def check_effort(model_id: str | None, effort: str, *, file: str, field: str) -> None:
+    """A named effort must be one of the model's pin (a model without a pin is not checked)."""
+    row = load_pins().models.get(model_id) if model_id else None
+    if row is None:
+        return
+    if not row.efforts:
+        raise ConfigError(
+            "model_pin_no_efforts",
+            f"the pin of model {model_id!r} lists no reasoning efforts, so {effort!r} cannot apply",
+            file=file,
+            field=field,
+            hint="this model has no effort levels; remove reasoning.effort",
+        )
+    if effort not in row.efforts:
+        raise ConfigError(
+            "reasoning_effort_unknown",
+            f"model {model_id!r} has no reasoning effort {effort!r}",
+            file=file,
+            field=field,
+            hint=f"use one of: {', '.join(row.efforts)} (or max, the highest)",
+        )

@@ -69,8 +69,12 @@ def extract_stream(chunks: Iterable[bytes], destination: Path, strip: str) -> No
     recreated as links; one pointing outside is kept as data, and a member that would be
     written through such a link is refused (`unsafe_archive`).
     """
+    if destination.is_symlink():
+        raise AgevalError(
+            "unsafe_path", f"{destination} is a symlink: nothing is written through it"
+        )
     destination.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as archive:
+    with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
         for member in archive:
             safe = _strip(member, strip)
             if safe is None:
@@ -84,12 +88,12 @@ def extract_stream(chunks: Iterable[bytes], destination: Path, strip: str) -> No
                 raise AgevalError("unsafe_archive", f"refused archive member: {exc}") from None
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A file-like reader over an iterator of byte chunks (the Docker SDK's archive stream)."""
 
     def __init__(self, chunks: Iterable[bytes]) -> None:
         self._chunks = iter(chunks)
-        self._pending = b""
+        self._pending = memoryview(b"")
 
     def readable(self) -> bool:
         return True
@@ -97,7 +101,7 @@ class _ChunkReader(io.RawIOBase):
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         while not self._pending:
             try:
-                self._pending = next(self._chunks)
+                self._pending = memoryview(next(self._chunks))
             except StopIteration:
                 return 0
         size = min(len(buffer), len(self._pending))

@@ -52,10 +52,12 @@ class AttemptEnvironment:
         seconds: float,
         *,
         compose_source: Path | None = None,
+        compose_project: str | None = None,
         prepare: Prepare | None = None,
     ) -> AttemptEnvironment:
-        """Start the compose services (if any), then the attempt container, then `prepare`
-        it, all within `seconds`; a failure removes what was started."""
+        """Start the compose services (if any, as project `compose_project` when given), then
+        the attempt container, then `prepare` it, all within `seconds`; a failure removes
+        what was started. The sidecars carry the spec's labels."""
         deadline = time.monotonic() + seconds
         _check_gpus(spec)
         if (
@@ -70,7 +72,11 @@ class AttemptEnvironment:
         compose = None
         if compose_source is not None:
             compose = ComposeProject.up(
-                compose_source, spec.network_mode, remaining(deadline, "(compose)")
+                compose_source,
+                spec.network_mode,
+                remaining(deadline, "(compose)"),
+                name=compose_project,
+                labels=dict(spec.labels),
             )
         try:
             container = AttemptContainer.start(_with_compose(spec, compose))

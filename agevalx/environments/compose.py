@@ -18,7 +18,8 @@ from typing import Any
 
 import yaml
 
-from agevalx.environments.engine import EnvironmentFailure, client
+from agevalx.environments.engine import LABEL, EnvironmentFailure, client
+from agevalx.environments.owners import owner_labels
 
 COMPOSE_FILES = ("compose.yaml", "docker-compose.yaml", "compose.yml", "docker-compose.yml")
 MAIN = "main"
@@ -49,6 +50,43 @@ def _without_main(document: dict[str, Any]) -> tuple[dict[str, Any], str | None]
         services[name] = service
     network_mode = main.get("network_mode") if isinstance(main, dict) else None
     return {**document, "services": services}, network_mode
+
+
+def _label_map(labels: Any) -> dict[str, str]:
+    """A compose `labels` value (a mapping, or a list of `key=value`) as a mapping."""
+    if isinstance(labels, dict):
+        return {str(key): "" if value is None else str(value) for key, value in labels.items()}
+    if isinstance(labels, list):
+        return {key: value for key, _, value in (str(item).partition("=") for item in labels)}
+    return {}
+
+
+def _labelled(document: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """`labels` added to every service, network and volume the project creates (the default
+    network included), so a killed run's sidecars can be found and removed by their owner."""
+
+    def merged(entry: Any) -> dict[str, Any]:
+        result: dict[str, Any] = dict(entry) if isinstance(entry, dict) else {}
+        if not result.get("external"):
+            result["labels"] = {**_label_map(result.get("labels")), **labels}
+        return result
+
+    services = {
+        name: merged(service) if isinstance(service, dict) else service
+        for name, service in (document.get("services") or {}).items()
+    }
+    networks = {name: merged(n) for name, n in (document.get("networks") or {}).items()}
+    networks.setdefault("default", merged({}))
+    volumes = {name: merged(v) for name, v in (document.get("volumes") or {}).items()}
+    labelled = {**document, "services": services, "networks": networks}
+    if volumes:
+        labelled["volumes"] = volumes
+    return labelled
+
+
+def project_name() -> str:
+    """A fresh, unique compose project name."""
+    return f"ageval-{uuid.uuid4().hex[:12]}"
 
 
 def _compose(project: str, directory: Path, file: Path, *args: str, timeout: float) -> str:
@@ -87,16 +125,27 @@ class ComposeProject:
     _scratch: tempfile.TemporaryDirectory[str]
 
     @classmethod
-    def up(cls, source: Path, network_mode: str | None, timeout: float) -> ComposeProject:
+    def up(
+        cls,
+        source: Path,
+        network_mode: str | None,
+        timeout: float,
+        *,
+        name: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> ComposeProject:
+        """`docker compose up -d` of `source` as project `name` (generated when None); its
+        containers, networks and volumes carry `labels` and this process's owner labels."""
         document = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
         if not isinstance(document, dict):
             raise EnvironmentFailure("compose_failed", f"{source.name} is not a mapping")
         cleaned, main_mode = _without_main(document)
+        cleaned = _labelled(cleaned, {LABEL: "compose", **(labels or {}), **owner_labels()})
         scratch = tempfile.TemporaryDirectory(prefix="ageval-compose-")
         file = Path(scratch.name) / "compose.yaml"
         file.write_text(yaml.safe_dump(cleaned, sort_keys=True), encoding="utf-8")
         project = cls(
-            name=f"ageval-{uuid.uuid4().hex[:12]}",
+            name=name or project_name(),
             directory=source.parent,
             file=file,
             network_mode=network_mode or main_mode,

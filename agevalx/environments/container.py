@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-import io
+import contextlib
 import shlex
+import shutil
 import tarfile
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, BinaryIO
 
 import docker
 
-from agevalx.environments.archive import extract_stream, tar_directory, tar_files
+from agevalx.environments.archive import ChunkReader, extract_stream, tar_directory, tar_files
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
+from agevalx.environments.names import docker_name
+from agevalx.environments.owners import owner_labels
+from agevalx.fsutil import open_inside
 
 WORKSPACE = "/attempt/workspace"
 HOME = "/attempt/home"
@@ -23,6 +28,8 @@ ATTEMPT_LABEL = f"{LABEL}.attempt"
 SESSION = uuid.uuid4().hex
 """Labels every container this process starts, so an interrupted run can remove them all."""
 OUTPUT_LIMIT = 1 << 20
+"""Bytes of a command's output kept (the last ones), and the default cap of `read_file`."""
+COPY_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,25 @@ class ContainerSpec:
     labels: tuple[tuple[str, str], ...] = ()
     mounts: tuple[tuple[str, str], ...] = ()
     """Read-only bind mounts (host path, container path), e.g. agent bundles."""
+    name: str | None = None
+    """The container's name (see `container_name`); generated from `name_hint` when None.
+    The run stage names it itself, to journal the name before the container exists."""
+
+
+def container_name(name_hint: str) -> str:
+    """A fresh, unique container name for `name_hint`."""
+    return f"ageval-{docker_name(name_hint)}-{uuid.uuid4().hex[:8]}"
+
+
+def container_labels(spec: ContainerSpec) -> dict[str, str]:
+    """What every container ageval starts is labelled with: what it is, this process's
+    session, its owner (see `owners`), then the spec's own labels."""
+    return {
+        LABEL: "attempt",
+        f"{LABEL}.session": SESSION,
+        **dict(spec.labels),
+        **owner_labels(),
+    }
 
 
 def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
@@ -63,8 +89,8 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         "init": True,
         "working_dir": "/",
         "environment": {"HOME": HOME, **dict(spec.environment)},
-        "labels": {LABEL: "attempt", f"{LABEL}.session": SESSION, **dict(spec.labels)},
-        "name": f"ageval-{spec.name_hint}-{uuid.uuid4().hex[:8]}",
+        "labels": container_labels(spec),
+        "name": spec.name or container_name(spec.name_hint),
         "extra_hosts": {"host.docker.internal": "host-gateway"},
     }
     if spec.network_mode is not None:
@@ -142,31 +168,41 @@ class AttemptContainer:
         environment: dict[str, str] | None = None,
         user: str | None = None,
     ) -> ExecResult:
-        """Run `command` through `sh -c`; a timeout kills it (exit 124/137, `timed_out`)."""
+        """Run `command` through `sh -c`; a timeout kills it (exit 124/137, `timed_out`).
+
+        The output is streamed and only its last `OUTPUT_LIMIT` bytes are kept, however much
+        the command prints."""
         argv = ["sh", "-c", command]
         if timeout is not None:
             seconds = max(1, int(timeout + 0.999))
             argv = ["timeout", "-s", "KILL", str(seconds), *argv]
         started = time.monotonic()
+        api = self._container.client.api
         try:
-            result = self._container.exec_run(
+            exec_id = api.exec_create(
+                self.id,
                 argv,
                 workdir=workdir,
                 environment={"HOME": HOME, **(environment or {})},
                 user=user or "",
-                demux=False,
-            )
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True)
+            try:
+                kept = bounded_tail(stream, OUTPUT_LIMIT)
+            finally:
+                stream.close()
+            exit_code = _exit_code(api, exec_id)
         except docker.errors.APIError as exc:
             raise EnvironmentFailure(
                 "exec_failed", f"docker exec failed: {exc.explanation}"
             ) from None
-        output = (result.output or b"")[-OUTPUT_LIMIT:].decode("utf-8", errors="replace")
+        output = kept.decode("utf-8", errors="replace")
         timed_out = (
             timeout is not None
-            and result.exit_code == 137
+            and exit_code == 137
             and (time.monotonic() - started >= timeout - 0.5)
         )
-        return ExecResult(exit_code=int(result.exit_code), output=output, timed_out=timed_out)
+        return ExecResult(exit_code=exit_code, output=output, timed_out=timed_out)
 
     def put_directory(self, source: Path, destination: str) -> None:
         """Copy a host directory to `destination` (created; its parent must exist)."""
@@ -196,26 +232,72 @@ class AttemptContainer:
         extract_stream(chunks, destination, path.rstrip("/").rsplit("/", 1)[-1])
 
     def read_file(self, path: str, limit: int = OUTPUT_LIMIT) -> bytes | None:
-        """A file's bytes (at most `limit`), or None when it does not exist."""
+        """A regular file's first `limit` bytes, or None when there is no such file. The
+        archive is streamed and the transfer stops at the limit; to take a whole file of any
+        size, use `copy_file`."""
+        if limit < 0:
+            raise ValueError("read_file needs a limit; copy_file takes a whole file")
+        with self._open_file(path) as handle:
+            return None if handle is None else handle.read(limit)
+
+    def copy_file(
+        self, path: str, target: Path, limit: int | None = None, *, root: Path | None = None
+    ) -> bool:
+        """Copy a regular file to `target` on the host in chunks (its first `limit` bytes when
+        given); False when there is no such file. Memory use does not grow with its size.
+        With `root`, no symlink between it and `target` is followed (`unsafe_path`)."""
+        with self._open_file(path) as handle:
+            if handle is None:
+                return False
+            if root is None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                out: BinaryIO = target.open("wb")
+            else:
+                out = open_inside(root, target)
+            with out:
+                copy_bounded(handle, out, limit)
+            return True
+
+    @contextlib.contextmanager
+    def _open_file(self, path: str) -> Iterator[IO[bytes] | None]:
+        """The file's content as a stream read from the container's archive (None when it is
+        not a regular file); the transfer is closed when the block ends."""
         try:
-            chunks, _ = self._container.get_archive(path)
+            chunks, _ = self._container.get_archive(path, chunk_size=COPY_CHUNK)
         except docker.errors.NotFound:
-            return None
-        data = b"".join(chunks)
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            member = archive.next()
-            if member is None or not member.isfile():
-                return None
-            handle = archive.extractfile(member)
-            return handle.read(limit) if handle else None
+            yield None
+            return
+        try:
+            with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
+                member = archive.next()
+                if member is None or not member.isfile():
+                    yield None
+                else:
+                    yield archive.extractfile(member)
+        finally:
+            chunks.close()
 
     def changes(self) -> list[dict[str, Any]]:
         """Filesystem changes since the container started (docker diff)."""
         return list(self._container.diff() or [])
 
-    def commit(self, repository: str, tag: str) -> str:
-        image = self._container.commit(repository=repository, tag=tag)
-        return str(image.id)
+    def commit(
+        self,
+        repository: str,
+        *,
+        blank: tuple[str, ...] = (),
+        labels: dict[str, str] | None = None,
+    ) -> tuple[str, str]:
+        """Commit the container as an image named by its content, `repository:<id>` (two
+        caches' attempts of one run key never share a name); `blank` names environment
+        variables whose values must not be kept in the image. The image is labelled as made
+        by this process (owner labels, see `owners`) plus `labels`. The reference and the id."""
+        changes = [f"ENV {name}=" for name in blank]
+        conf = {"Labels": {**owner_labels(), **(labels or {})}}
+        image = self._container.commit(changes=changes or None, conf=conf)
+        tag = str(image.id).removeprefix("sha256:")[:32]
+        image.tag(repository, tag=tag)
+        return f"{repository}:{tag}", str(image.id)
 
     def running(self) -> bool:
         try:
@@ -231,6 +313,38 @@ class AttemptContainer:
             pass
         except docker.errors.APIError:
             pass
+
+
+def bounded_tail(chunks: Iterable[bytes], limit: int) -> bytes:
+    """The last `limit` bytes of a stream of chunks, holding at most about twice that."""
+    kept = bytearray()
+    for chunk in chunks:
+        kept += chunk
+        if len(kept) > 2 * limit:
+            del kept[:-limit]
+    return bytes(kept[-limit:]) if limit else b""
+
+
+def copy_bounded(source: IO[bytes], target: IO[bytes], limit: int | None) -> None:
+    """Copy `source` to `target` in chunks, stopping after `limit` bytes when given."""
+    if limit is None:
+        shutil.copyfileobj(source, target, COPY_CHUNK)
+        return
+    left = max(0, limit)
+    while left and (chunk := source.read(min(COPY_CHUNK, left))):
+        target.write(chunk)
+        left -= len(chunk)
+
+
+def _exit_code(api: Any, exec_id: str) -> int:
+    """The exit code of a finished exec (the engine may take a moment to record it)."""
+    for _ in range(50):
+        state = api.exec_inspect(exec_id)
+        if not state.get("Running") and state.get("ExitCode") is not None:
+            return int(state["ExitCode"])
+        time.sleep(0.02)
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    return -1 if code is None else int(code)
 
 
 def find_container(container_id: str | None) -> AttemptContainer | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agevalx.cache.manifest import OutputRef
-from agevalx.evaluation.result import store_result
+from agevalx.evaluation.result import EvaluationResult, store_result
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
@@ -18,6 +18,7 @@ from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
 from agevalx.images.build import reference_of
 from agevalx.lockfile.node import task_lock
+from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_id
 from agevalx.runner.output import RunOutput
 from agevalx.runner.snapshot import restore
@@ -49,6 +50,7 @@ def scoring_session(node: Node, context: ExecutionContext) -> ScoringSession:
         restore=lambda container: restore(container, context.store, workspace, home, run.roots),
         scoring_images={"verifier": reference_of(context.store, scoring)} if scoring else {},
         trials_dir=context.plan.dataset.root / TRIALS_DIR,
+        cache_dir=context.store.root,
         artifacts=lambda into: _restore_into(context, artifacts, into),
     )
 
@@ -57,14 +59,20 @@ def _restore_into(context: ExecutionContext, tree: str, into: Path) -> None:
     context.store.restore_tree(tree, into)
 
 
+def masked(result: EvaluationResult, secrets: list[str]) -> EvaluationResult:
+    """`result` with every secret value masked (an evaluator's output may print its env)."""
+    return EvaluationResult.model_validate(Redactor(secrets).value(result.model_dump(mode="json")))
+
+
 @node_executor("evaluate")
 def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
     assert node.task_id is not None
     lock = task_lock(context, node.task_id)
-    verifier = dataset_of(context.plan).runtime(lock).verifier()
+    runtime = dataset_of(context.plan).runtime(lock)
+    verifier = runtime.verifier()
     session = scoring_session(node, context)
     try:
-        result = verifier.verify(session)
+        result = masked(verifier.verify(session), runtime.secret_values())
     finally:
         session.close()
     digest = store_result(context.store, result)

@@ -2,25 +2,31 @@
 
 The scoring container is fresh: the committed image of the attempt container when this engine
 still has it, otherwise the task image with the cached workspace and home restored. Evaluator
-and task files enter it only now, after the run stage. /tmp is a tmpfs of evaluation.tmpfs_mb.
+and task files enter it only now, after the run stage, into a directory made for this
+evaluation under a random name (`/.ageval-eval-<nonce>/`), so nothing the agent left can stand
+in for them or for the result. The runner runs on ageval's own Python, mounted read-only
+(`evaluation/runtime.py`), not the image's. /tmp is a tmpfs of evaluation.tmpfs_mb.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
-from agevalx.environments.container import HOME, PRIVATE, WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
+from agevalx.evaluation.runtime import EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
 from agevalx.lockfile.models import TaskLock
 
 RUNNER = Path(__file__).with_name("runner_script.py")
-TASK_COPY = f"{PRIVATE}/task"
 
 
 def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
@@ -37,41 +43,54 @@ def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
     )
 
 
-def _context_document(lock: TaskLock, run: RunFacts) -> dict[str, Any]:
+def _context_document(
+    lock: TaskLock, run: RunFacts, private: str, runtime: EvaluatorRuntime
+) -> dict[str, Any]:
     return {
-        "evaluator": f"{TASK_COPY}/evaluator.py",
+        "evaluator": f"{private}/task/evaluator.py",
         "workspace": WORKSPACE,
         "home": HOME,
-        "task_dir": TASK_COPY,
+        "task_dir": f"{private}/task",
         "params": lock.task.parameters,
         "limit": run.limit,
         "run": {"invocations": run.invocations, "limit": run.limit},
+        "python_version": runtime.version,
     }
 
 
 def evaluate_in(
-    container: AttemptContainer, task_dir: Path, lock: TaskLock, run: RunFacts
+    container: AttemptContainer,
+    task_dir: Path,
+    lock: TaskLock,
+    run: RunFacts,
+    runtime: EvaluatorRuntime,
 ) -> dict[str, Any]:
-    """Copy the evaluator in, run it within evaluate_seconds, return its result document."""
-    container.put_directory(task_dir, TASK_COPY)
+    """Copy the evaluator in, run it within evaluate_seconds, return its result document.
+
+    The container must have `runtime` mounted."""
+    private = f"/.ageval-eval-{uuid.uuid4().hex}"
+    container.root_exec(f"mkdir -m 700 {private}")
+    container.put_directory(task_dir, f"{private}/task")
+    context = _context_document(lock, run, private, runtime)
     container.put_files(
-        PRIVATE,
+        private,
         {
             "evaluate.py": (RUNNER.read_bytes(), 0o644),
-            "context.json": (json.dumps(_context_document(lock, run)).encode(), 0o644),
+            "context.json": (json.dumps(context).encode(), 0o644),
         },
     )
     seconds = lock.task.limits.evaluate_seconds
+    command = runtime.command(
+        f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
+    )
     result = container.exec(
-        f"python3 {PRIVATE}/evaluate.py {PRIVATE}/context.json {PRIVATE}/result.json",
-        timeout=seconds,
-        user="root",
+        shlex.join(command), timeout=seconds, user="root", environment=runtime.environment
     )
     if result.timed_out:
         raise EnvironmentFailure(
             "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
         )
-    raw = container.read_file(f"{PRIVATE}/result.json")
+    raw = container.read_file(f"{private}/result.json")
     if raw is None:
         return {
             "status": "ERROR",
@@ -91,10 +110,12 @@ class EvaluatorPy(Verifier):
 
     def verify(self, session: ScoringSession) -> EvaluationResult:
         started = time.monotonic()
+        runtime = evaluator_runtime(session.cache_dir)
         spec = scoring_spec(session.lock, f"eval-{session.attempt_id}")
+        spec = dataclasses.replace(spec, mounts=(*spec.mounts, runtime.mount))
         container = session.attempt_container(spec)
         try:
-            document = evaluate_in(container, session.task_dir, session.lock, session.run)
+            document = evaluate_in(container, session.task_dir, session.lock, session.run, runtime)
         finally:
             session.discard(container)
         document["seconds"] = round(time.monotonic() - started, 3)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
+from agevalx.errors import AgevalError
 from agevalx.hashing import canonical_json
 
 OUTPUT_TAIL = 4000
@@ -93,4 +94,16 @@ def store_result(store: CacheStore, result: EvaluationResult) -> str:
 
 
 def read_result(store: CacheStore, action: ActionManifest) -> EvaluationResult:
-    return EvaluationResult.model_validate_json(store.get_bytes(action.outputs["result"].digest))
+    """The cached result of an evaluate node; one that breaks the model is a coded error."""
+    try:
+        return EvaluationResult.model_validate_json(
+            store.get_bytes(action.outputs["result"].digest)
+        )
+    except ValidationError as exc:
+        raise AgevalError(
+            "cached_result_invalid",
+            f"the cached evaluation {action.key} breaks its format: "
+            f"{str(exc).splitlines()[0][:300]}",
+            hint="remove it with `ageval cache verify --remove-corrupt`, then run again "
+            "(only the evaluation is redone)",
+        ) from None

@@ -1,6 +1,7 @@
 """Runs a task's evaluator.py inside the scoring container. Standard library only.
 
-Copied into the container and run as `python3 runner_script.py <context.json> <result.json>`.
+Copied into the container and run by ageval's own Python (evaluation/runtime.py) as
+`runner_script.py <context.json> <result.json>`.
 It builds the `ctx` handed to `evaluate(ctx)`, checks what comes back, and writes one JSON
 object: {"status": "PASS"|"FAIL", "score": float|null, "details": {...}} or, for anything
 else, {"status": "ERROR", "error": {"type", "message", "traceback"}}.
@@ -50,8 +51,21 @@ def _check(result: Any) -> dict[str, Any]:
     return {"status": status, "score": score, "details": details}
 
 
+def _image_packages(version: str) -> list[str]:
+    """The task image's site-packages, searched after ageval's standard library: an evaluator
+    may import what the image installed, never shadow the standard library with it."""
+    candidates = [
+        f"/usr/local/lib/python{version}/site-packages",
+        f"/usr/local/lib/python{version}/dist-packages",
+        f"/usr/lib/python{version}/site-packages",
+        "/usr/lib/python3/dist-packages",
+    ]
+    return [path for path in candidates if Path(path).is_dir()]
+
+
 def _evaluate(context: dict[str, Any]) -> dict[str, Any]:
     path = Path(context["evaluator"])
+    sys.path.extend(_image_packages(str(context.get("python_version", ""))))
     spec = importlib.util.spec_from_file_location("evaluator", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")

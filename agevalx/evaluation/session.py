@@ -15,7 +15,6 @@ from pathlib import Path
 
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
-from agevalx.environments.names import docker_name
 from agevalx.lockfile.models import TaskLock
 
 Restore = Callable[[AttemptContainer], None]
@@ -52,6 +51,8 @@ class ScoringSession:
     """Images the task scores in besides the attempt's, by name (its `scoring_image` nodes)."""
     trials_dir: Path | None = None
     """Where verifiers that keep files on the host (verifier classes run there) write them."""
+    cache_dir: Path | None = None
+    """The cache in use (the evaluator's runtime is kept beside it)."""
     artifacts: Callable[[Path], None] | None = None
     """Puts the artifacts collected after the run into an empty directory (None: none were
     collected, as for a replay: take them from `attempt_container`)."""
@@ -80,8 +81,7 @@ class ScoringSession:
     def start(self, spec: ContainerSpec) -> AttemptContainer:
         """Start a container for scoring (labelled; removed when the session closes)."""
         labels = (*spec.labels, (ATTEMPT_LABEL, self.attempt_id), (LABEL, "scoring"))
-        named = dataclasses.replace(spec, name_hint=docker_name(spec.name_hint), labels=labels)
-        container = AttemptContainer.start(named)
+        container = AttemptContainer.start(dataclasses.replace(spec, labels=labels))
         self._started.append(container)
         return container
 

@@ -19,6 +19,7 @@ from typing import Any
 from agevalx.agents.oracle import OracleLayout
 from agevalx.config.dataset import DatasetConfig
 from agevalx.config.loading import read_yaml_mapping
+from agevalx.config.secrets import resolve_reference
 from agevalx.dataset.files import FileDigester
 from agevalx.dataset.loader import DatasetFiles, TaskSource, read_dataset, read_task
 from agevalx.environments.attempt import AttemptEnvironment, remaining
@@ -27,6 +28,7 @@ from agevalx.environments.container import PRIVATE, WORKSPACE, AttemptContainer,
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.evaluation.evaluator_py import EvaluatorPy
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
+from agevalx.fsutil import make_dirs
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.resolve import PROMPT_FILE, resolve_task_lock
@@ -82,7 +84,8 @@ def open_ageval(path: Path, binding: BindingRequest) -> AgevalDataset:
 def unlocked_settings(
     task_dir: Path, profiles: Path | None
 ) -> tuple[tuple[str, ...], dict[str, str]]:
-    """cap_add and main_environment: read at run time, never locked (they may hold secrets)."""
+    """cap_add and main_environment: read at run time, never locked (they may hold secrets;
+    a `${VAR}` value is read from the host environment now)."""
     document = read_yaml_mapping(task_dir / "task.yaml", display="task.yaml")
     parameters = document.get("parameters") or {}
     cap_add = tuple(parameters.get("cap_add") or ())
@@ -92,7 +95,7 @@ def unlocked_settings(
         if isinstance(options, dict):
             cap_add += tuple(options.get("cap_add") or ())
             environment = {**dict(options.get("main_environment") or {}), **environment}
-    return cap_add, {str(k): str(v) for k, v in environment.items()}
+    return cap_add, {str(k): resolve_reference(str(v)) for k, v in environment.items()}
 
 
 def _load_run_py(task_dir: Path) -> RunBody:
@@ -129,6 +132,11 @@ class AgevalRuntime(TaskRuntime):
 
     def compose_file(self) -> Path | None:
         return compose_file(self.task_dir)
+
+    def secret_values(self) -> list[str]:
+        """Also main_environment's values (never locked, never recorded)."""
+        _, environment = unlocked_settings(self.task_dir, self.dataset.profiles_path())
+        return [*super().secret_values(), *environment.values()]
 
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
         """data/ into the workspace, then environment/setup.sh."""
@@ -167,11 +175,10 @@ class AgevalRuntime(TaskRuntime):
         for item in self.lock.task.artifacts.publishable:
             source = f"{workdir.rstrip('/')}/{item.path}"
             target = into / item.path
-            data = container.read_file(source, limit=-1)
-            if data is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            elif container.exec(f"test -d {shlex.quote(source)}", workdir="/").exit_code == 0:
+            if container.copy_file(source, target, root=into):  # streamed to disk, whole
+                continue
+            if container.exec(f"test -d {shlex.quote(source)}", workdir="/").exit_code == 0:
+                make_dirs(target.parent, into)
                 container.get_directory(source, target)
 
     def verifier(self) -> Verifier:

@@ -14,15 +14,17 @@ Everything after the lock is format-free and typed.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agevalx.config.secrets import resolve_reference
 from agevalx.dataset.files import FileDigester
 from agevalx.environments.container import HOME
-from agevalx.errors import AgevalWarning, ConfigError
+from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.hashing import digest_file
 from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
 from agevalx.lockfile.models import TaskLock
@@ -97,6 +99,17 @@ class TaskRuntime(ABC):
     def agent_environment(self) -> dict[str, str]:
         """Extra environment of the agent processes (values may be secrets)."""
         return {}
+
+    def secret_values(self) -> list[str]:
+        """Values that must not be recorded anywhere (masked in activity, transcript and
+        evaluation records): every environment value ageval hands the task's processes, and
+        the roles' resolved API keys."""
+        values = list(self.agent_environment().values())
+        for role in self.lock.binding.roles.values():
+            if role.api_key:
+                with contextlib.suppress(AgevalError):
+                    values.append(resolve_reference(role.api_key))
+        return values
 
     @abstractmethod
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:

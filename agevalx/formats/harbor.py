@@ -201,6 +201,17 @@ class HarborRuntime(TaskRuntime):
         """`[environment.env]` (also the container's) and the job's `agents[0].env`."""
         return {**self.spec.environment_env, **self.spec.agent_env}
 
+    def secret_values(self) -> list[str]:
+        """Every resolved env value of the task: the container's, the agent's, the
+        solution's, the verifier's and a separate verifier environment's (seed 003 resolves
+        them from the host; any may be a key)."""
+        spec = self.spec
+        maps = [spec.environment_env, spec.agent_env, spec.solution_env, spec.verifier.env]
+        separate = spec.verifier.separate
+        if separate is not None and separate.own is not None:
+            maps.append(separate.own.environment_env)
+        return [*super().secret_values(), *(value for env in maps for value in env.values())]
+
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
         """Harbor's oracle agent: solution/ to /solution, `chmod +x`, solve.sh run directly
         with its output in /logs/agent/oracle.txt, the exec user's HOME,

@@ -75,6 +75,10 @@ class OutputSpec(RuleModel):
     type: Literal["blob", "tree"]
     """A blob (bytes) or a tree (directory manifest)."""
 
+    model: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+    """For a JSON blob: the pydantic model it must parse as (`module:Class`); `ageval cache
+    verify` flags an entry whose blob does not."""
+
 
 class Rule(RuleModel):
     """One node kind."""

@@ -34,6 +34,7 @@ from agevalx.harbor.taskdir import (
     children_tasks,
     declares_task,
     is_harbor_task,
+    read_task_text,
     skipped_warning,
     task_problem,
 )
@@ -169,8 +170,8 @@ def _extra_instructions(job: JobConfig, base: Path, file: str | None) -> list[st
     for index, raw in enumerate(job.extra_instruction_paths):
         path = (base / raw).expanduser()
         try:
-            texts.append(path.read_text(encoding="utf-8"))
-        except OSError as exc:
+            texts.append(read_task_text(path))
+        except (OSError, HarborError) as exc:
             raise HarborError(
                 errors.JOB_CONFIG_INVALID,
                 f"cannot read the extra instruction file: {exc}",

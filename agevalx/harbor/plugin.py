@@ -61,7 +61,7 @@ HARBOR_HINT = (
     'uv pip install --python "$(command -v python3)" agevalx harbor /path/to/verifier-project'
 )
 DOWNLOAD_LIMIT = 1 << 30
-"""Largest file a verifier can download (Harbor has no limit; docker copies are in memory)."""
+"""Largest file a verifier can download (Harbor has no limit; the copy is streamed to disk)."""
 INVALID_REWARD_ERRORS = (
     "RewardFileNotFoundError",
     "RewardFileEmptyError",
@@ -233,13 +233,12 @@ class VerifierSandbox:
 
     def download_file(self, source: str, target: Path) -> None:
         path = _absolute(source)
-        data = self._call(
-            f"downloading {path}", lambda: self.container.read_file(path, limit=DOWNLOAD_LIMIT)
+        copied = self._call(
+            f"downloading {path}",
+            lambda: self.container.copy_file(path, target, limit=DOWNLOAD_LIMIT),
         )
-        if data is None:
+        if not copied:
             raise FileNotFoundError(f"{path}: no such file in the environment")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
 
     def download_dir(self, source: str, target: Path) -> None:
         """The content of `source` into `target`; archive members cannot leave `target`."""

@@ -47,6 +47,7 @@ from agevalx.harbor.taskdir import (
     INSTRUCTION,
     dockerfile_workdir,
     parse_task_toml,
+    read_task_text,
     read_toml,
     strip_canary,
 )
@@ -387,7 +388,7 @@ def resolve_task(
     workdir, workdir_source = _workdir(task_dir, config, context.run)
     env = _envs(config, context, task_dir / CONFIG)
     verifier, verifier_failure = _verifier(task_dir, config, context, env)
-    instruction = strip_canary((task_dir / INSTRUCTION).read_text(encoding="utf-8"))
+    instruction = strip_canary(read_task_text(task_dir / INSTRUCTION))
     agent_user = config.agent.user
     spec = HarborTaskSpec(
         name=task_dir.resolve().name,

@@ -17,6 +17,8 @@ import docker
 
 from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.errors import AgevalError
+from agevalx.fsutil import make_dirs
 from agevalx.harbor.models import ArtifactConfig
 from agevalx.harbor.spec import HarborTaskSpec
 
@@ -154,6 +156,10 @@ def host_path(collected: Path, artifact: ArtifactConfig) -> Path:
     return collected.joinpath(*parts)
 
 
+UNSAFE_CODES = frozenset({"unsafe_path"})
+"""Why an artifact is skipped: its host path would run through a symlink the agent made."""
+
+
 def collect_artifacts(
     container: AttemptContainer, spec: HarborTaskSpec, destination: Path
 ) -> list[str]:
@@ -163,13 +169,18 @@ def collect_artifacts(
     collected: list[str] = []
     for artifact in artifact_entries(spec):
         target = host_path(destination, artifact)
-        if _is_directory(container, artifact.source):
-            container.get_directory(artifact.source, target)
-            collected.append(artifact.source)
-            continue
-        data = container.read_file(artifact.source, limit=-1)  # -1: the whole file
-        if data is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            collected.append(artifact.source)
+        try:
+            if _is_directory(container, artifact.source):
+                make_dirs(target.parent, destination)
+                if target.is_symlink():  # an earlier entry's link: never written through
+                    raise AgevalError("unsafe_path", f"{target} is a symlink")
+                container.get_directory(artifact.source, target)
+                collected.append(artifact.source)
+                continue
+            if container.copy_file(artifact.source, target, root=destination):  # streamed
+                collected.append(artifact.source)
+        except AgevalError as exc:
+            if exc.code not in UNSAFE_CODES:
+                raise
+            continue  # an entry nested under a link another entry left is not collected
     return collected

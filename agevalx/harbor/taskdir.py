@@ -14,10 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agevalx.errors import AgevalError
+from agevalx.fsutil import read_limited
 from agevalx.harbor import errors
 from agevalx.harbor.errors import HarborError, HarborWarning
 from agevalx.harbor.models import TaskOS, TaskToml
 
+TEXT_LIMIT = 4 << 20
+"""Bytes of a task's text file (task.toml, instruction.md) read at most."""
 CONFIG = "task.toml"
 INSTRUCTION = "instruction.md"
 DOCKERFILE = "Dockerfile"
@@ -29,10 +33,28 @@ def read_toml(task_dir: Path) -> dict[str, Any]:
     """The parsed task.toml (a coded `harbor_task_invalid` when it cannot be read)."""
     path = task_dir / CONFIG
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = read_limited(path, TEXT_LIMIT).decode("utf-8")
+        return tomllib.loads(text)
+    except AgevalError as exc:
+        raise HarborError(
+            errors.TASK_INVALID, f"cannot read task.toml: {exc.message}", file=str(path)
+        ) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise HarborError(
             errors.TASK_INVALID, f"cannot read task.toml: {exc}", file=str(path)
+        ) from None
+
+
+def read_task_text(path: Path) -> str:
+    """A text file of a task (instruction.md, an extra instruction), at most `TEXT_LIMIT`
+    bytes of a regular file; anything else is `harbor_task_invalid`."""
+    try:
+        return read_limited(path, TEXT_LIMIT).decode("utf-8")
+    except AgevalError as exc:
+        raise HarborError(errors.TASK_INVALID, exc.message, file=str(path), hint=exc.hint) from None
+    except UnicodeDecodeError as exc:
+        raise HarborError(
+            errors.TASK_INVALID, f"{path.name} is not UTF-8: {exc}", file=str(path)
         ) from None
 
 

@@ -17,6 +17,7 @@ import docker
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client, image_exists
+from agevalx.environments.owners import owner_labels
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
@@ -25,6 +26,18 @@ from agevalx.lockfile.node import task_lock
 
 REPOSITORY = "ageval/env"
 SCORING_REPOSITORY = "ageval/scoring"
+CACHE_LABEL = f"{LABEL}.cache"
+"""Labels every image ageval makes with the cache it was made for (`ageval cache gc
+--images` removes only its own cache's images that none of its entries names)."""
+
+
+def image_labels(store: CacheStore) -> dict[str, str]:
+    """Labels of an image made now for `store`: its cache and this process as its owner."""
+    return {CACHE_LABEL: cache_identity(store), **owner_labels()}
+
+
+def cache_identity(store: CacheStore) -> str:
+    return str(store.root.resolve())
 
 
 def image_tag(node_key: str, repository: str = REPOSITORY) -> str:
@@ -54,6 +67,7 @@ def build(
     build_args: dict[str, str],
     labels: dict[str, str],
     display: str,
+    store: CacheStore,
 ) -> str:
     """Build `context_dir`/Dockerfile as `tag` (offline: `pull=False`); the image id."""
     try:
@@ -66,7 +80,7 @@ def build(
             pull=False,
             platform=platform,
             buildargs=build_args,
-            labels={LABEL: "image", **labels},
+            labels={LABEL: "image", **labels, **image_labels(store)},
         )
     except docker.errors.BuildError as exc:
         tail = "".join(str(item.get("stream", item.get("error", ""))) for item in exc.build_log)
@@ -105,6 +119,7 @@ def execute_image(node: Node, context: ExecutionContext) -> NodeResult:
         build_args={"PYTHON_VERSION": options.get("python_version", "3.12")},
         labels={f"{LABEL}.task": node.task_id},
         display=f"{node.task_id}/environment/Dockerfile",
+        store=context.store,
     )
     return _result(image_id, tag, context)
 
@@ -129,6 +144,7 @@ def execute_scoring_image(node: Node, context: ExecutionContext) -> NodeResult:
         build_args={},
         labels={f"{LABEL}.task": node.task_id, f"{LABEL}.scoring": wanted.name},
         display=f"{node.task_id}/{wanted.context}/Dockerfile",
+        store=context.store,
     )
     return _result(image_id, tag, context)
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from agevalx.agents import scripted
 from agevalx.agents.implementations import implementation
 from agevalx.config.loading import read_yaml_mapping, validate_model
-from agevalx.config.pins import highest_effort
+from agevalx.config.pins import check_effort, highest_effort
 from agevalx.config.profiles import (
     PROFILES_FORMAT,
     AgentProfile,
@@ -152,10 +152,12 @@ def _resolved_model(
     model = profile.model.model_dump(exclude_none=True) if profile.model else None
     if model_override is not None:
         model = {**(model or {}), "id": model_override}
-    if model and model.get("reasoning", {}).get("effort") == "max":
-        model["reasoning"]["effort"] = highest_effort(
-            model.get("id"), file=display, field=f"{field}.model.reasoning.effort"
-        )
+    effort = (model or {}).get("reasoning", {}).get("effort")
+    where = {"file": display, "field": f"{field}.model.reasoning.effort"}
+    if model and effort == "max":
+        model["reasoning"]["effort"] = highest_effort(model.get("id"), **where)
+    elif model and effort is not None:
+        check_effort(model.get("id"), effort, **where)
     return model
 
 

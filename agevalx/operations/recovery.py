@@ -76,6 +76,13 @@ def check_resumable(request: RunRequest) -> tuple[int, ...]:
     return (index,)
 
 
+def resumed_container(request: RunRequest) -> str | None:
+    """The container the interrupted attempt recorded (a resume may re-attach it)."""
+    assert request.resume is not None and request.dataset is not None
+    previous = read_attempt(attempt_dir(request.dataset, request.resume))
+    return previous.container_id if previous else None
+
+
 def mark_resume(planned: Plan, attempt: str) -> None:
     task, index = _split(attempt)
     node = planned.node(f"run:{task}#{index}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,8 +28,9 @@ from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import WORKSPACE, remove_session_containers
 from agevalx.environments.engine import remove_image
-from agevalx.environments.names import docker_name
+from agevalx.environments.owners import ReapReport, reap_orphans
 from agevalx.errors import AgevalError, UsageError
+from agevalx.evaluation.evaluate import masked
 from agevalx.evaluation.result import EvaluationResult
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import TaskRuntime, dataset_of
@@ -41,11 +42,17 @@ from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
 from agevalx.graph.rules import load_rules
 from agevalx.hashing import digest_bytes, digest_json
-from agevalx.images.build import image_reference, reference_of, revalidate_images
+from agevalx.images.build import (
+    image_labels,
+    image_reference,
+    reference_of,
+    revalidate_images,
+)
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.node import task_lock
 from agevalx.operations.lineage import Branch, record_branch, source_run_key
 from agevalx.operations.planning import PlanRequest, plan
+from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
 from agevalx.runner.stage import Workplace, start_environment
@@ -53,6 +60,8 @@ from agevalx.runner.stage import Workplace, start_environment
 KIND = "replay"
 REPLAY_FILE = "replay.json"
 ACTIVITY_FILE = "activity.jsonl"
+REPLAY_REPOSITORY = "ageval/replay"
+"""Where a replay commits its final state to score it (removed after)."""
 Outcome = Literal["computed", "reused"]
 
 
@@ -151,6 +160,8 @@ class ReplayOutcome:
     report: ReplayReport
     outcome: Outcome
     node: Node
+    reaped: ReapReport = field(default_factory=ReapReport)
+    """What dead ageval processes of this host had left in Docker, removed first."""
 
 
 def _recorded_commands(records: list[ActivityRecord]) -> list[RecordedCommand]:
@@ -345,6 +356,7 @@ def replay(
     agents are bound as `binding` says, else as the source attempt's lock recorded.
     """
     source = read_source(dataset, attempt)
+    reaped = reap_orphans()
     kinds = frozenset({"image", "scoring_image"})
     request = PlanRequest(
         dataset=dataset,
@@ -388,7 +400,7 @@ def replay(
             evaluate=evaluate,
         ),
     )
-    return ReplayOutcome(report=written, outcome=outcome, node=node)
+    return ReplayOutcome(report=written, outcome=outcome, node=node, reaped=reaped)
 
 
 def _digest(output: str | None) -> str | None:
@@ -407,7 +419,7 @@ def _run(
 ) -> ReplayReport:
     identity = replay_id(replay)
     place = start_environment(runtime, f"{replay.task_id}-replay", identity, image, store.root)
-    journal = ActivityJournal(directory / ACTIVITY_FILE)
+    journal = ActivityJournal(directory / ACTIVITY_FILE, Redactor(runtime.secret_values()))
     found: list[Divergence] = []
     try:
         for step, recorded in enumerate(commands):
@@ -425,7 +437,7 @@ def _run(
                 found.append(divergence)
         evaluation = None
         if evaluate:
-            evaluation = _evaluate(runtime, place, identity, scoring_images, directory)
+            evaluation = _evaluate(runtime, place, identity, scoring_images, directory, store)
     finally:
         place.environment.close()
     return ReplayReport(
@@ -465,10 +477,13 @@ def _evaluate(
     identity: str,
     scoring_images: dict[str, str],
     directory: Path,
+    store: CacheStore,
 ) -> dict[str, Any]:
     """Score the replayed outputs with the task's verifier, in containers of the replay's
     final state (committed for it, removed after)."""
-    image = place.container.commit("ageval/replay", docker_name(identity, "tag"))
+    image, _ = place.container.commit(
+        REPLAY_REPOSITORY, blank=place.environment_names, labels=image_labels(store)
+    )
     session = ScoringSession(
         lock=runtime.lock,
         task_dir=runtime.task_dir,
@@ -477,9 +492,10 @@ def _evaluate(
         attempt_image=image,
         scoring_images=scoring_images,
         trials_dir=directory / "trials",
+        cache_dir=store.root,
     )
     try:
-        result = runtime.verifier().verify(session)
+        result = masked(runtime.verifier().verify(session), runtime.secret_values())
     except AgevalError as exc:
         result = EvaluationResult.failed(exc.code, exc.message)
     finally:

@@ -11,9 +11,10 @@ from pathlib import Path
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_session_containers
+from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import atomic_write, make_dirs
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
@@ -29,11 +30,13 @@ from agevalx.operations.recovery import (
     check_resumable,
     fork_origin,
     mark_resume,
+    resumed_container,
     write_checkpoint_index,
 )
 from agevalx.results.build import attempt_result, attempts_of, job_summary
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
+from agevalx.runner.recovery import read_attempt
 
 SAMPLE_FILE = ".ageval/sample"
 ARTIFACTS_DIR = "artifacts"
@@ -71,6 +74,8 @@ class RunOutcome:
     results: list[AttemptResult]
     summary: JobSummary | None
     summary_path: Path | None
+    reaped: ReapReport = field(default_factory=ReapReport)
+    """What dead ageval processes of this host had left in Docker, removed before the run."""
 
     @property
     def ok(self) -> bool:
@@ -98,8 +103,7 @@ def _sample(dataset: Path, fresh: bool) -> int:
 def _write_attempt_views(
     planned: Plan, store: CacheStore, result: AttemptResult, run: ActionManifest | None
 ) -> None:
-    directory = attempt_dir(planned.dataset.root, result.attempt_id)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = make_dirs(attempt_dir(planned.dataset.root, result.attempt_id))
     if run is not None:
         for output, name in (("activity", "activity.jsonl"), ("transcript", "transcript.jsonl")):
             if output in run.outputs:
@@ -133,6 +137,19 @@ def run(
             "dataset_required", "--resume and --fork need the dataset directory", field="DATASET"
         )
     attempts = check_resumable(request) if request.resume else None
+    with adopting(resumed_container(request) if request.resume else None):
+        reaped = reap_orphans()
+        outcome = _run(request, store, attempts, _Callbacks(on_progress, on_start, on_plan))
+    outcome.reaped = reaped
+    return outcome
+
+
+def _run(
+    request: RunRequest,
+    store: CacheStore,
+    attempts: tuple[int, ...] | None,
+    callbacks: _Callbacks,
+) -> RunOutcome:
     origin, inherited = fork_origin(request) if request.fork else (None, [])
     sample = _sample(request.dataset or Path.cwd(), request.fresh)
     plan_request = PlanRequest(
@@ -145,7 +162,6 @@ def run(
         fork=origin,
         harbor=request.harbor,
     )
-    callbacks = _Callbacks(on_progress, on_start, on_plan)
     dataset = open_for(plan_request)
     if dataset.attempt_strategy() == "pass" and request.k > 1 and not (attempts or origin):
         return _run_until_passed(plan_request, request, store, callbacks, dataset)
@@ -154,6 +170,9 @@ def run(
         for node in planned.nodes():
             if node.kind == "run":
                 node.payload["fork"] = {**origin, "records": inherited}
+    for node in planned.nodes():
+        if node.kind == "run" and request.keep_recovery_state:
+            node.payload["keep_recovery_state"] = True
     if request.resume:
         mark_resume(planned, request.resume)
     report = _execute(planned, request, store, callbacks)
@@ -252,7 +271,8 @@ def _write_views(
         result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
         run_action = actions.get(f"run:{task_id}#{attempt}")
         _write_attempt_views(planned, store, result, run_action)
-        if keep_recovery_state and run_action is not None:
+        kept = read_attempt(attempt_dir(root, result.attempt_id))
+        if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)
         results.append(result)
     summary, path = None, None

@@ -14,13 +14,15 @@ from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
-from agevalx.lockfile.models import parse_lock
+from agevalx.hashing import digest_json
+from agevalx.lockfile.models import TaskLock, parse_lock
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import (
     AttemptResult,
     ErrorInfo,
     JobSummary,
     NodeRef,
+    PublishedArtifact,
     TaskMetrics,
 )
 from agevalx.results.paths import attempt_id
@@ -86,12 +88,18 @@ def attempt_result(
     seconds: dict[str, float] = {}
     if run is not None:
         output = RunOutput.of(run)
+        fields["artifacts"] = published(store, run, lock)
         fields["limit"] = output.limit
         fields["forked_from"] = output.forked_from
         fields["invocations"] = output.invocations
         seconds.update(output.seconds)
+    evaluation = None
     if evaluate is not None:
-        evaluation = read_result(store, evaluate)
+        try:
+            evaluation = read_result(store, evaluate)
+        except AgevalError as exc:
+            errors = {**errors, nodes[3].id: exc}
+    if evaluation is not None:
         seconds["evaluate"] = evaluation.seconds
         fields["evaluator_output"] = evaluation.evaluator_output
         if evaluation.status != "ERROR":
@@ -124,6 +132,29 @@ def attempt_result(
         )
     fields["seconds"] = seconds
     return AttemptResult(**fields)
+
+
+def published(store: CacheStore, run: ActionManifest, lock: TaskLock) -> list[PublishedArtifact]:
+    """The run's artifacts: each publishable entry (with its digest, None when the run left
+    nothing there), or every collected file for a task that declares none."""
+    output = run.outputs.get("artifacts")
+    entries = store.get_tree(output.digest).entries if output is not None else []
+    files = {entry.path: entry for entry in entries if entry.type != "dir"}
+    declared = lock.task.artifacts.publishable
+    if not declared:
+        return [
+            PublishedArtifact(id=path, path=path, producer="run", digest=entry.digest)
+            for path, entry in sorted(files.items())
+        ]
+    listed = []
+    for item in declared:
+        inside = [e.model_dump(mode="json") for e in entries if e.path.startswith(f"{item.path}/")]
+        found = files.get(item.path)
+        digest = found.digest if found else (digest_json(inside) if inside else None)
+        listed.append(
+            PublishedArtifact(id=item.id, path=item.path, producer=item.producer, digest=digest)
+        )
+    return listed
 
 
 def attempt_index(result: AttemptResult) -> dict[str, Any]:

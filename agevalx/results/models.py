@@ -41,6 +41,21 @@ class NodeRef(ResultModel):
     """Whether this invocation computed it or reused it from the cache."""
 
 
+class PublishedArtifact(ResultModel):
+    """An artifact the attempt produced, kept in the cache with its run."""
+
+    id: str
+    """The task's `artifacts.publishable` id (the path, for a task that declares none)."""
+    path: str
+    """Where it is under the attempt's `artifacts/` (for publishable ones: relative to the
+    agent's working directory)."""
+    producer: str
+    """The role (or stage) that produced it."""
+    digest: str | None
+    """xxh3-128 of the file, or of the manifest of a directory's entries; None when the run
+    left nothing at the path."""
+
+
 class AttemptResult(ResultModel):
     """One attempt's `result.json`."""
 
@@ -81,6 +96,9 @@ class AttemptResult(ResultModel):
     """The evaluator's stdout/stderr tail."""
     forked_from: dict[str, str] | None = None
     """For a fork: the source attempt and checkpoint key. Forks are not counted in pass@k."""
+    artifacts: list[PublishedArtifact] = Field(default_factory=list)
+    """What the run stage published (`artifacts.publishable`, or a Harbor task's collected
+    artifacts); the files are in `.ageval/runs/<attempt_id>/artifacts/`."""
 
 
 class TaskMetrics(ResultModel):

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agevalx.fsutil import make_dirs
+from agevalx.redaction import Redactor
+
 if TYPE_CHECKING:
     from agevalx.agents.base import RecordedAction
 
@@ -67,10 +70,12 @@ def _now() -> str:
 class ActivityJournal:
     """Append-only, fsync'd journal; thread-safe."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
         self.path = path
+        self.redactor = redactor or Redactor([])
+        """Masks secret values in every record appended (however it was produced)."""
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         self._seq = sum(1 for _ in self.read()) if path.exists() else 0
 
     def read(self) -> list[ActivityRecord]:
@@ -91,10 +96,12 @@ class ActivityJournal:
     def append(self, type: RecordType, **fields: Any) -> ActivityRecord:
         if isinstance(fields.get("output"), str):
             fields["output"] = fields["output"][-OUTPUT_KEEP:]
+        fields = self.redactor.value(fields)
         with self._lock:
             record = ActivityRecord(seq=self._seq, time=_now(), type=type, **fields)
             line = json.dumps(record.model_dump(mode="json", exclude_none=True), sort_keys=True)
-            with self.path.open("a", encoding="utf-8") as handle:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+            with os.fdopen(os.open(self.path, flags, 0o644), "w", encoding="utf-8") as handle:
                 handle.write(line + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())

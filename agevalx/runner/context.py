@@ -130,7 +130,10 @@ class RunContext:
             cwd=self.workdir,
             exit_code=result.exit_code,
             output=result.output,
+            detail={"timed_out": True} if result.timed_out else {},
         )
+        if self._quotas.remaining() <= 0:  # the wall time ran out during the command
+            raise QuotaExhausted("wall_time_seconds")
         return result
 
     def _inside(self, path: str) -> str:

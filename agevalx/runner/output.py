@@ -25,7 +25,8 @@ class RunOutput(BaseModel):
     seconds: dict[str, float] = {}
     """Seconds spent in the environment and run stages."""
     committed_image: str
-    """The attempt container committed after the run stage (`ageval/run:<run key>`)."""
+    """The attempt container committed after the run stage, named by its content
+    (`ageval/run:<image id prefix>`); the environment ageval gave it is blanked."""
     committed_image_id: str
     """Its image id."""
     workdir: str = WORKSPACE

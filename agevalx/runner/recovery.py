@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agevalx.environments.owners import Owner, is_alive
 from agevalx.fsutil import atomic_write
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
 
@@ -46,12 +47,22 @@ class AttemptRecord(BaseModel):
     """Host name of the process running it."""
     pid: int
     """Process id of the ageval process running it."""
+    process_start: str | None = None
+    """That process's start identity (`<boot id>:<start ticks>`, see `environments.owners`),
+    so a later process given the same pid is not taken for it."""
+    container_name: str | None = None
+    """The attempt container's name, written before the container is created: a process
+    killed while starting it leaves a trace of what to look for."""
+    compose_project: str | None = None
+    """The compose project of its sidecars, written before they start."""
     container_id: str | None = None
-    """The attempt container, once started."""
+    """The attempt container, once started and prepared."""
     run_started: float | None = None
     """Unix time the run stage started (spent wall time counts on resume)."""
     spent_seconds: float = 0.0
     """Run-stage seconds spent by earlier processes of this attempt."""
+    keep_recovery_state: bool = False
+    """Started with `--keep-recovery-state`: a resume keeps the cut points too."""
 
 
 def write_attempt(directory: Path, record: AttemptRecord) -> None:
@@ -66,9 +77,13 @@ def read_attempt(directory: Path) -> AttemptRecord | None:
 
 
 def process_alive(record: AttemptRecord) -> bool:
-    """Whether the process that wrote the record still runs (on this host)."""
+    """Whether the process that wrote the record still runs (on this host; this process does
+    not count). A record without a start identity (older ageval) falls back to the pid and the
+    process's command line."""
     if record.host != socket.gethostname() or record.pid == os.getpid():
         return False
+    if record.process_start is not None:
+        return is_alive(Owner(host=record.host, pid=record.pid, start=record.process_start))
     try:
         os.kill(record.pid, 0)
     except ProcessLookupError:

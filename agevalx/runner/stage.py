@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,24 +34,27 @@ from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.config.secrets import resolve_reference
 from agevalx.environments.attempt import AttemptEnvironment
+from agevalx.environments.compose import project_name
 from agevalx.environments.container import (
     ATTEMPT_LABEL,
     HOME,
     PRIVATE,
     AttemptContainer,
     ContainerSpec,
+    container_name,
     find_container,
 )
-from agevalx.environments.names import docker_name
+from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json
-from agevalx.images.build import image_reference
+from agevalx.images.build import image_labels, image_reference
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.node import task_lock
+from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
 from agevalx.runner.context import QuotaExhausted, Quotas, RunContext
@@ -113,10 +117,16 @@ class Workplace:
     environment: AttemptEnvironment
     workdir: str
     """The agent's working directory."""
+    environment_names: tuple[str, ...] = ()
+    """Variables ageval set on the container (their values may be secrets)."""
 
     @property
     def container(self) -> AttemptContainer:
         return self.environment.container
+
+
+RecordNames = Callable[[str, str | None], None]
+"""Records the names of the attempt container and its compose project before either starts."""
 
 
 def start_environment(
@@ -125,14 +135,23 @@ def start_environment(
     label: str,
     image: str,
     cache_dir: Path | None = None,
+    record_names: RecordNames | None = None,
 ) -> Workplace:
     """Environment stage: agent bundles, the container of `image` with the job's environment
-    options and the format's settings, sidecars, and the format's preparation."""
+    options and the format's settings, sidecars, and the format's preparation. The names are
+    chosen first and handed to `record_names`, so that a process killed while starting them
+    leaves a record of what to look for."""
     lock = runtime.lock
     options = lock.binding.environment_options
+    name = container_name(name_hint)
+    compose = runtime.compose_file()
+    project = project_name() if compose is not None else None
+    if record_names is not None:
+        record_names(name, project)
     base = ContainerSpec(
         image=image,
-        name_hint=docker_name(name_hint),
+        name_hint=name_hint,
+        name=name,
         network=options.get("network"),
         user=options.get("user"),
         platform=options.get("platform"),
@@ -140,13 +159,16 @@ def start_environment(
         mounts=container_mounts(profiles(lock), cache_dir=cache_dir),
     )
     workdir = runtime.workdir(image)
+    spec = runtime.container_spec(base)
     environment = AttemptEnvironment.start(
-        runtime.container_spec(base),
+        spec,
         lock.task.limits.environment_seconds,
-        compose_source=runtime.compose_file(),
+        compose_source=compose,
+        compose_project=project,
         prepare=lambda started, deadline: runtime.prepare(started, workdir, deadline),
     )
-    return Workplace(environment=environment, workdir=workdir)
+    names = tuple(name for name, _ in spec.environment)
+    return Workplace(environment=environment, workdir=workdir, environment_names=names)
 
 
 class _Invoker:
@@ -323,6 +345,7 @@ def _fresh_environment(
     context: ExecutionContext,
     runtime: TaskRuntime,
     point: ResumePoint | None,
+    record_names: RecordNames,
 ) -> Workplace:
     """A new environment, with the last checkpoint (if any) restored into it."""
     place = start_environment(
@@ -331,6 +354,7 @@ def _fresh_environment(
         attempt_id(node),
         image_reference(context, node),
         context.store.root,
+        record_names,
     )
     checkpoint = point.checkpoint if point else None
     if checkpoint:
@@ -369,7 +393,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     previous = read_attempt(directory) if node.payload.get("resume") else None
     if previous is None:
         shutil.rmtree(directory, ignore_errors=True)
-    journal = ActivityJournal(directory / "activity.jsonl")
+    journal = ActivityJournal(directory / "activity.jsonl", Redactor(runtime.secret_values()))
     point = resume_point(journal, previous) if previous else None
     fork = node.payload.get("fork")
     if fork is not None:  # a fork starts from the source's steps up to its checkpoint
@@ -387,17 +411,32 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         config_digest=lock.config_digest,
         host=socket.gethostname(),
         pid=os.getpid(),
+        process_start=this_process().start,
         container_id=previous.container_id if previous else None,
+        container_name=previous.container_name if previous else None,
         spent_seconds=point.spent_seconds if point else 0.0,
+        keep_recovery_state=bool(node.payload.get("keep_recovery_state"))
+        or bool(previous and previous.keep_recovery_state),
     )
     write_attempt(directory, record)
     clock = StageClock()
     started = time.monotonic()
     if reattached is not None:
         image = image_reference(context, node)
-        place = Workplace(AttemptEnvironment(container=reattached), runtime.workdir(image))
+        names = runtime.container_spec(ContainerSpec(image=image, name_hint="")).environment
+        place = Workplace(
+            AttemptEnvironment(container=reattached),
+            runtime.workdir(image),
+            tuple(name for name, _ in names),
+        )
     else:
-        place = _fresh_environment(node, context, runtime, point)
+
+        def record_names(name: str, project: str | None) -> None:
+            record.container_id = None
+            record.container_name, record.compose_project = name, project
+            write_attempt(directory, record)
+
+        place = _fresh_environment(node, context, runtime, point, record_names)
     container = place.container
     record.container_id, record.run_started = container.id, time.time()
     write_attempt(directory, record)
@@ -432,7 +471,9 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         clock.add("run", started)
         final = snapshot(container, context.store, state.roots)
         artifacts = _collect_artifacts(runtime, container, place.workdir, context.store)
-        committed = container.commit(COMMITTED_REPOSITORY, node.key)
+        committed, committed_id = container.commit(
+            COMMITTED_REPOSITORY, blank=place.environment_names, labels=image_labels(context.store)
+        )
     finally:
         place.environment.close()
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)
@@ -449,8 +490,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         limit=limit,
         invocations=state.quotas.invocations_used,
         seconds=clock.seconds,
-        committed_image=f"{COMMITTED_REPOSITORY}:{node.key}",
-        committed_image_id=committed,
+        committed_image=committed,
+        committed_image_id=committed_id,
         workdir=place.workdir,
         workspace_root=state.roots.workspace,
         forked_from=(

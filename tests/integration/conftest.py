@@ -30,3 +30,13 @@ def copy_dataset(tmp_path: Path, docker_engine: object):  # type: ignore[no-unty
         return target
 
     return copy
+
+
+def committed_image(run_key: str) -> str:
+    """The image a cached run node committed (named by its content, not by its key)."""
+    from agevalx.cache.location import default_cache_dir
+    from agevalx.cache.store import CacheStore
+
+    action = CacheStore(default_cache_dir()).get_action("run", run_key)
+    assert action is not None, f"no cached run {run_key}"
+    return str(action.meta["committed_image"])

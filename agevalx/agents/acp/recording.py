@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agevalx.agents.base import Invocation, RecordedAction
+from agevalx.redaction import Redactor
 
 T = TypeVar("T")
-
-MASK = "***"
-"""What a secret value is replaced with."""
-
-MIN_SECRET_LENGTH = 6
-"""Shorter values (`1`, `true`...) are settings, not secrets, and are left alone."""
 
 PUBLIC_VARIABLES = frozenset({"AGEVAL_MODEL", "AGEVAL_BASE_URL"})
 """Invocation variables that are not secrets (both are written in the lock): left unmasked,
@@ -27,31 +22,6 @@ RECORDED_TEXT_LIMIT = 64 * 1024
 def tail(text: str, limit: int = RECORDED_TEXT_LIMIT) -> str:
     """The last `limit` characters of `text`."""
     return text[-limit:] if len(text) > limit else text
-
-
-class Redactor:
-    """Replaces every secret value found in strings, however deeply nested."""
-
-    def __init__(self, values: Iterable[str]) -> None:
-        kept = {value for value in values if len(value) >= MIN_SECRET_LENGTH}
-        self._values = sorted(kept, key=len, reverse=True)
-
-    def text(self, text: str) -> str:
-        """`text` with secrets masked."""
-        for value in self._values:
-            if value in text:
-                text = text.replace(value, MASK)
-        return text
-
-    def value(self, value: Any) -> Any:
-        """Any JSON-like value with secrets masked in its strings."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {key: self.value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.value(item) for item in value]
-        return value
 
 
 class Recorder:

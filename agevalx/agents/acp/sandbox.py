@@ -4,6 +4,16 @@ Every long-lived process is started through a tiny `sh` wrapper that prints
 `ageval-pid <pid>` on stdout and then `exec`s the real program. Inside a container each
 `docker exec` process leads its own process group, so that pid is also the group to kill:
 killing the `docker exec` client alone would leave the program running in the container.
+
+The processes an agent's requests start are bounded per sandbox (one invocation), however
+many requests are in flight: at most `EXEC_POOL` helper commands (the `fs/*` reads and
+writes, probes) run at once, and at most `EXEC_POOL` terminals; requests beyond that wait
+their turn (first come, first served), and none is dropped. The two pools are apart so that
+long-running terminals never hold up a file request: a terminal keeps its slot until its
+process ends (or is killed or released), while a helper only runs for a moment. A
+`terminal/create` beyond the pool is answered once a running terminal ends. Kills do not
+queue behind helpers: there is at most one per running terminal, so they are bounded too.
+The agent's own process is not counted.
 """
 
 from __future__ import annotations
@@ -32,6 +42,9 @@ _HAS_BASH = "command -v bash >/dev/null 2>&1"
 
 COMMAND_TIMEOUT = 60.0
 """Seconds a short helper command (file read or write, kill) may take."""
+
+EXEC_POOL = 8
+"""Helper commands, and again terminals, that one sandbox runs at once (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +115,10 @@ def parse_pid_line(line: bytes) -> int | None:
 class Sandbox(ABC):
     """Runs processes and places files where the agent works."""
 
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: Container, pool: int = EXEC_POOL) -> None:
         self.container = container
+        self._helper_slots = asyncio.Semaphore(pool)
+        self._terminal_slots = asyncio.Semaphore(pool)
 
     @abstractmethod
     def spec(self, request: LaunchRequest) -> ProcessSpec:
@@ -130,6 +145,19 @@ class Sandbox(ABC):
             limit=limit,
         )
 
+    async def start_terminal(
+        self, request: LaunchRequest
+    ) -> tuple[asyncio.subprocess.Process, Callable[[], None]]:
+        """Start a terminal's process once fewer than the pool's terminals run; the caller
+        calls the returned `release` when the process has ended."""
+        await self._terminal_slots.acquire()
+        try:
+            process = await self.start(request)
+        except BaseException:
+            self._terminal_slots.release()
+            raise
+        return process, self._terminal_slots.release
+
     async def run(
         self,
         argv: Sequence[str],
@@ -137,7 +165,17 @@ class Sandbox(ABC):
         stdin_data: bytes | None = None,
         timeout: float = COMMAND_TIMEOUT,
     ) -> CommandResult:
-        """Run a short helper command to completion."""
+        """Run a short helper command to completion, once fewer than the pool's run."""
+        async with self._helper_slots:
+            return await self._run_now(argv, stdin_data=stdin_data, timeout=timeout)
+
+    async def _run_now(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin_data: bytes | None = None,
+        timeout: float = COMMAND_TIMEOUT,
+    ) -> CommandResult:
         request = LaunchRequest(argv=argv, stdin=stdin_data is not None)
         process = await self.start(request)
         try:
@@ -150,7 +188,7 @@ class Sandbox(ABC):
 
     async def kill_group(self, pid: int) -> None:
         """Kill the process group led by `pid` (a pid announced by the wrapper)."""
-        await self.run(["sh", "-c", _KILL_GROUP, "ageval-kill", str(pid)])
+        await self._run_now(["sh", "-c", _KILL_GROUP, "ageval-kill", str(pid)])
 
     async def shell(self) -> str:
         """`bash` when the sandbox has it, else `sh`."""
@@ -168,8 +206,8 @@ class Sandbox(ABC):
 class DockerSandbox(Sandbox):
     """Processes run through `docker exec` in the attempt container; files go in with the SDK."""
 
-    def __init__(self, container: Container) -> None:
-        super().__init__(container)
+    def __init__(self, container: Container, pool: int = EXEC_POOL) -> None:
+        super().__init__(container, pool)
         self._docker = shutil.which("docker") or "docker"
         self._client: Any = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agevalx.agents.acp.sandbox import LaunchRequest, Sandbox, parse_pid_line
@@ -73,6 +73,7 @@ class Terminal:
         process: asyncio.subprocess.Process,
         sandbox: Sandbox,
         output_limit: int,
+        release: Callable[[], None] = lambda: None,
     ) -> None:
         self.id = terminal_id
         self.command = command
@@ -83,6 +84,7 @@ class Terminal:
         self._buffer = OutputBuffer(output_limit)
         self._killed = False
         self._status: ExitStatus | None = None
+        self._release = release
         self._pump = asyncio.create_task(self._read_output(), name=f"ageval.terminal.{terminal_id}")
 
     @classmethod
@@ -98,7 +100,8 @@ class Terminal:
         secrets: Mapping[str, str] | None = None,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> Terminal:
-        """Start `argv` in `cwd` inside the sandbox, stderr merged into stdout."""
+        """Start `argv` in `cwd` inside the sandbox, stderr merged into stdout; waits while
+        the sandbox's terminal pool is full."""
         request = LaunchRequest(
             argv=argv,
             workdir=cwd,
@@ -107,8 +110,8 @@ class Terminal:
             report_pid=True,
             merge_stderr=True,
         )
-        process = await sandbox.start(request)
-        return cls(terminal_id, display, cwd, process, sandbox, output_limit)
+        process, release = await sandbox.start_terminal(request)
+        return cls(terminal_id, display, cwd, process, sandbox, output_limit, release)
 
     @property
     def exit_status(self) -> ExitStatus | None:
@@ -146,6 +149,12 @@ class Terminal:
             await self.wait()
 
     async def _read_output(self) -> None:
+        try:
+            await self._pump_output()
+        finally:
+            self._release()  # the process has ended: its pool slot is free
+
+    async def _pump_output(self) -> None:
         stream = self._process.stdout
         assert stream is not None
         head = b""

@@ -31,6 +31,7 @@ from agevalx.agents.mockllm import MockLLM, MockLLMError, bridge_gateway
 from agevalx.cache.location import default_cache_dir
 from agevalx.cli import main
 from agevalx.environments.container import ContainerSpec
+from tests.integration.conftest import committed_image
 
 HERE = Path(__file__).parent / "pi"
 DATASET = HERE / "dataset"
@@ -221,7 +222,7 @@ def test_pi_writes_a_file_through_the_cli(
     assert setup["mode"] == ("mounted" if _mounts_supported() else "copied")
 
     run_node = next(node for node in result["nodes"] if node["kind"] == "run")
-    image = f"ageval/run:{run_node['key']}"
+    image = committed_image(run_node["key"])
     committed = (
         "cat /attempt/workspace/pi.txt; echo; cat /attempt/home/.pi/agent/models.json; echo; "
         "find /attempt/.ageval/bundles /opt/ageval/agents/pi -mindepth 1 2>/dev/null | wc -l"

@@ -21,6 +21,7 @@ import pytest
 
 from agevalx.cli import main
 from agevalx.environments.engine import client
+from agevalx.environments.owners import process_start
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +54,14 @@ def evaluation_running(dataset: Path) -> bool:
     return False
 
 
-def agent_starts(since: float) -> int:
+def agent_starts(since: float, attempt: str, owners: set[int]) -> int:
+    """Agent processes started in the attempt's containers by these ageval processes (others
+    running the same tests on this engine make containers with the same attempt id)."""
     events = client().events(
         since=int(since),
         until=int(time.time()) + 1,
         decode=True,
-        filters={"type": "container", "event": "exec_create"},
+        filters={"type": "container", "event": "exec_create", "label": f"ageval.attempt={attempt}"},
     )
     # The engine names the command in the action (`exec_create: <command>`, Docker 20.10) or
     # in the actor's attributes (newer engines).
@@ -66,10 +69,13 @@ def agent_starts(since: float) -> int:
         1
         for event in events
         if "agent.py" in f"{event.get('Action', '')} {json.dumps(event.get('Actor', {}))}"
+        and event.get("Actor", {}).get("Attributes", {}).get("ageval.owner.pid")
+        in {str(pid) for pid in owners}
     )
 
 
-def kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 90) -> None:
+def kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 90) -> int:
+    """Run TASK and SIGKILL the ageval process once `condition` holds; its pid."""
     process = subprocess.Popen(
         [AGEVAL, "run", str(dataset), "--task", TASK, "--fresh", "--json"],
         stdout=subprocess.DEVNULL,
@@ -84,6 +90,7 @@ def kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 90)
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
+    return process.pid
 
 
 def resume(dataset: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -114,7 +121,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, 
     dataset = copy_dataset(RUNCASES)
     condition, expected_starts = FAULTS[fault]
     started = time.time()
-    kill_when(dataset, lambda: condition(dataset))
+    killed = kill_when(dataset, lambda: condition(dataset))
     done_before = [r for r in records(dataset) if r["type"] == "invocation"]
     document = resume(dataset, capsys)
     result = document["results"][0]
@@ -124,7 +131,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, 
     invocations = [r for r in final if r["type"] == "invocation"]
     assert [r["invocation"] for r in invocations] == [0, 1, 2]
     assert invocations[: len(done_before)] == done_before  # nothing recorded was lost
-    starts = agent_starts(started)
+    starts = agent_starts(started, result["attempt_id"], {killed, os.getpid()})
     assert starts <= expected_starts, f"{starts} agent processes: a completed invocation ran again"
     labels = [f"ageval.attempt={result['attempt_id']}"]
     mine = client().containers.list(sparse=True, filters={"label": labels})
@@ -148,8 +155,9 @@ def test_resume_is_refused_for_sealed_running_and_changed_attempts(copy_dataset,
 
     attempt = json.loads((directory / "attempt.json").read_text())
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ageval"])
+    running = {**attempt, "pid": sleeper.pid, "process_start": process_start(sleeper.pid)}
     try:
-        (directory / "attempt.json").write_text(json.dumps({**attempt, "pid": sleeper.pid}))
+        (directory / "attempt.json").write_text(json.dumps(running))
         assert main(args) == 2
         assert json.loads(capsys.readouterr().out)["error"]["code"] == "resume_attempt_running"
     finally:

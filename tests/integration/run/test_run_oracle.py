@@ -12,6 +12,7 @@ import pytest
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
+from tests.integration.conftest import committed_image
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +80,7 @@ def test_evaluation_restores_the_cached_run_when_its_container_image_is_gone(
     dataset = copy_dataset(RUNCASES)
     _, first = run_json(capsys, str(dataset), "--task", "echo-pass")
     run_node = next(item for item in first["nodes"] if item["id"] == "run:echo-pass#0")
-    client().images.remove(f"ageval/run:{run_node['key']}", force=True)
+    client().images.remove(committed_image(run_node["key"]), force=True)
     evaluator = dataset / "tasks/echo-pass/evaluator.py"
     evaluator.write_text(evaluator.read_text() + "\n# re-score\n")
     code, document = run_json(capsys, str(dataset), "--task", "echo-pass")

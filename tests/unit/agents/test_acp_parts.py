@@ -14,7 +14,6 @@ from acp.schema import PermissionOption, ToolCallProgress, ToolCallStart
 from agevalx.agents import scripted
 from agevalx.agents.acp.client import choose_option
 from agevalx.agents.acp.paths import PathRefused, normalize, resolve_allowed
-from agevalx.agents.acp.recording import Redactor
 from agevalx.agents.acp.sandbox import (
     DockerSandbox,
     FileBlob,
@@ -25,6 +24,7 @@ from agevalx.agents.acp.sandbox import (
 from agevalx.agents.acp.terminals import OutputBuffer, split_pid_line
 from agevalx.agents.acp.tools import AgentToolTracker, real_exit_code
 from agevalx.agents.base import Container
+from agevalx.redaction import Redactor
 
 pytestmark = pytest.mark.unit
 

@@ -667,3 +667,30 @@ def test_overlay_secret_error_points_at_the_overlay_entry(make_dataset, lock_fai
         f"{ds}/overlays/auth.txt",
         "agent_profiles.solver.overlays[0]",
     )
+
+
+def test_a_named_effort_outside_the_models_pin_is_refused(make_dataset, lock_fails):
+    ds = make_dataset(profiles=solver(model={"id": "o4-mini", "reasoning": {"effort": "xhigh"}}))
+
+    error = lock_fails(ds)
+
+    assert (error.code, error.field) == (
+        "reasoning_effort_unknown",
+        "agent_profiles.solver.model.reasoning.effort",
+    )
+    assert "low, medium, high" in error.hint
+
+
+@pytest.mark.parametrize("model_id", MODELS_WITHOUT_EFFORTS)
+def test_a_named_effort_for_a_model_pinned_without_efforts_is_refused(
+    make_dataset, lock_fails, model_id
+):
+    ds = make_dataset(profiles=solver(model={"id": model_id, "reasoning": {"effort": "low"}}))
+
+    assert lock_fails(ds).code == "model_pin_no_efforts"
+
+
+def test_a_named_effort_for_an_unpinned_model_is_kept(make_dataset, lock_document):
+    model = {"id": "my-local-model", "reasoning": {"effort": "turbo"}}
+
+    assert role(lock_document(make_dataset(profiles=solver(model=model))))["model"] == model

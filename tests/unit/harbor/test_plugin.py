@@ -212,6 +212,9 @@ class FakeContainer:
     def read_file(self, path: str, limit: int) -> bytes | None:
         return None
 
+    def copy_file(self, path: str, target: Path, limit: int | None = None) -> bool:
+        return False
+
 
 def _sandbox(container: FakeContainer, seconds: float = 60) -> VerifierSandbox:
     return VerifierSandbox(container, "/app", time.monotonic() + seconds)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import pytest
 
 from agevalx.environments.container import AttemptContainer, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.fsutil import write_inside
 from agevalx.formats.harbor import open_harbor
 from agevalx.harbor import (
     HarborRunError,
@@ -81,6 +82,18 @@ class FakeContainer:
 
     def read_file(self, path: str, limit: int = 1 << 20) -> bytes | None:
         return self.files.get(path)
+
+    def copy_file(
+        self, path: str, target: Path, limit: int | None = None, *, root: Path | None = None
+    ) -> bool:
+        if path not in self.files:
+            return False
+        if root is None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self.files[path])
+        else:
+            write_inside(root, target, [self.files[path]])
+        return True
 
     def runs(self, needle: str) -> list[Call]:
         return [call for call in self.calls if needle in call.command]

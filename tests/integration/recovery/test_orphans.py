@@ -1,0 +1,251 @@
+"""kill -9 leaves containers behind; the next plain `ageval run` removes them, and only them.
+
+Every Docker object a test looks at is found by the labels of its own attempts (or of
+containers it starts itself), so other work on the same engine cannot disturb the counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agevalx.cli import main
+from agevalx.environments.engine import client
+from agevalx.environments.owners import OWNER_HOST, OWNER_PID, OWNER_START, process_start
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNCASES = ROOT / "tests/integration/data/runcases"
+AGEVAL = str(Path(sys.executable).with_name("ageval"))
+IMAGE = "ageval/base:bookworm"
+
+
+def own_copy(target: Path, salt: str | None = None) -> Path:
+    """The runcases dataset with its tasks salted: their attempt ids are this test's alone,
+    so labels find no container of anyone else running the same tests on this engine."""
+    shutil.copytree(RUNCASES, target, ignore=shutil.ignore_patterns(".ageval"))
+    salt = salt or uuid.uuid4().hex
+    for task in ("three-steps", "sidecar", "echo-pass"):
+        path = target / "tasks" / task / "task.yaml"
+        document = yaml.safe_load(path.read_text())
+        document.setdefault("parameters", {})["salt"] = salt
+        path.write_text(yaml.safe_dump(document))
+    return target
+
+
+def records(dataset: Path) -> list[dict[str, Any]]:
+    found = []
+    for path in (dataset / ".ageval/runs").glob("*/activity.jsonl"):
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError):  # a line being written right now
+                found.append(json.loads(line))
+    return found
+
+
+def attempts(dataset: Path) -> list[str]:
+    runs = dataset / ".ageval/runs"
+    return sorted(path.name for path in runs.iterdir()) if runs.exists() else []
+
+
+def labelled(dataset: Path, *extra: str) -> list[Any]:
+    """Containers (running or not) labelled with one of the dataset's attempts."""
+    found = []
+    for attempt in attempts(dataset):
+        labels = [f"ageval.attempt={attempt}", *extra]
+        found += client().containers.list(all=True, sparse=True, filters={"label": labels})
+    return found
+
+
+def networks_of(dataset: Path) -> list[Any]:
+    found = []
+    for attempt in attempts(dataset):
+        found += client().networks.list(filters={"label": f"ageval.attempt={attempt}"})
+    return found
+
+
+def count(dataset: Path, kind: str) -> int:
+    return sum(1 for record in records(dataset) if record["type"] == kind)
+
+
+def start_run(dataset: Path, task: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [AGEVAL, "run", str(dataset), "--task", task, "--fresh", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def kill_when(dataset: Path, task: str, condition: Callable[[], bool], timeout: float = 120) -> int:
+    """Run `task` and SIGKILL the ageval process once `condition` holds; its pid."""
+    process = start_run(dataset, task)
+    deadline = time.monotonic() + timeout
+    try:
+        while not condition():
+            assert process.poll() is None, "the run finished before the fault point"
+            assert time.monotonic() < deadline, "the fault point was never reached"
+            time.sleep(0.05)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    return process.pid
+
+
+def settle(dataset: Path, timeout: float = 60) -> None:
+    """Wait until no `docker compose` the killed process started still runs: SIGKILL does
+    not reach its children, and one may still be creating the project's containers."""
+    projects = set()
+    for attempt in attempts(dataset):
+        with contextlib.suppress(OSError, ValueError):
+            record = json.loads((dataset / ".ageval/runs" / attempt / "attempt.json").read_text())
+            if record.get("compose_project"):
+                projects.add(record["compose_project"])
+    deadline = time.monotonic() + timeout
+    while projects and time.monotonic() < deadline:
+        running = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                running.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        if not any(project in line for project in projects for line in running):
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)  # a container the killed process had asked for may still be created
+
+
+def plain_run(capsys: pytest.CaptureFixture[str], dataset: Path) -> dict[str, Any]:
+    """`ageval run --task echo-pass`: neither --resume nor the killed task."""
+    code = main(["run", str(dataset), "--task", "echo-pass", "--json"])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    return document
+
+
+FAULTS: dict[str, tuple[str, Callable[[Path], bool]]] = {
+    "attempt container created": ("three-steps", lambda d: bool(labelled(d, "ageval=attempt"))),
+    "mid-invocation": ("three-steps", lambda d: count(d, "terminal") >= 1),
+    "during a checkpoint": ("three-steps", lambda d: count(d, "invocation") >= 2),
+    "between invocations": ("three-steps", lambda d: count(d, "exec") >= 1),
+    "during evaluation": ("three-steps", lambda d: bool(labelled(d, "ageval=scoring"))),
+    "compose sidecars up": ("sidecar", lambda d: bool(labelled(d, "ageval=compose"))),
+    "sidecars and attempt container up": (
+        "sidecar",
+        lambda d: bool(labelled(d, "ageval=compose")) and bool(labelled(d, "ageval=attempt")),
+    ),
+}
+
+
+def test_a_plain_run_reaps_what_killed_runs_left(copy_dataset, tmp_path, capsys) -> None:
+    copy_dataset(RUNCASES)  # checks the engine and the base image
+    trials, found, left, salt = 0, 0, 0, uuid.uuid4().hex
+    for trial, (fault, (task, condition)) in enumerate(FAULTS.items()):
+        dataset = own_copy(tmp_path / f"trial-{trial}", salt)
+        pid = kill_when(dataset, task, lambda check=condition, at=dataset: check(at))
+        settle(dataset)
+        containers = {c.id for c in labelled(dataset)}
+        networks = {n.id for n in networks_of(dataset)}
+        document = plain_run(capsys, dataset)
+        remaining = {c.id for c in labelled(dataset)} & containers
+        remaining |= {n.id for n in networks_of(dataset)} & networks
+        trials += 1
+        found += len(containers) + len(networks)
+        left += len(remaining)
+        with capsys.disabled():
+            print(f"\nkill -9 {fault}: {len(containers)} containers, {len(networks)} networks")
+        assert containers, f"{fault}: the killed run had started no container"
+        assert not remaining, f"{fault}: {len(remaining)} orphans survived a plain run"
+        assert pid in document["reaped"]["owners"], document["reaped"]
+    with capsys.disabled():
+        print(f"\nkill -9 trials: {trials}, orphans found: {found}, orphans left: {left}")
+
+
+def _owned_container(owner: dict[str, str], mark: str) -> str:
+    labels = {"ageval": "attempt", "ageval.attempt": mark, **owner}
+    container = client().containers.run(
+        IMAGE, ["sleep", "infinity"], detach=True, init=True, labels=labels
+    )
+    return str(container.id)
+
+
+def _exists(container_id: str) -> bool:
+    return bool(client().containers.list(all=True, sparse=True, filters={"id": container_id}))
+
+
+def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_path, capsys) -> None:
+    copy_dataset(RUNCASES)  # checks the engine and the base image
+    dataset = own_copy(tmp_path / "owners")
+    host = socket.gethostname()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    start = process_start(sleeper.pid)
+    assert start is not None
+    live = {OWNER_HOST: host, OWNER_PID: str(sleeper.pid), OWNER_START: start}
+    mark = f"owners-{uuid.uuid4().hex[:8]}"
+    made = {
+        "live helper": _owned_container(live, mark),
+        "pid reused": _owned_container({**live, OWNER_START: "another-boot:1"}, mark),
+        "other host": _owned_container({**live, OWNER_HOST: f"not-{host}", OWNER_PID: "1"}, mark),
+        "ended": _owned_container({**live, OWNER_PID: str(ended.pid)}, mark),
+    }
+    concurrent = start_run(dataset, "three-steps")
+    try:
+        deadline = time.monotonic() + 90
+        while not labelled(dataset, "ageval=attempt"):
+            assert concurrent.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        [running] = labelled(dataset, "ageval=attempt")
+        plain_run(capsys, dataset)
+        assert _exists(running.id), "the container of a concurrent ageval was removed"
+        assert _exists(made["live helper"]) and _exists(made["other host"])
+        assert not _exists(made["pid reused"]) and not _exists(made["ended"])
+        assert concurrent.wait(timeout=180) == 0, "the concurrent run failed"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        if concurrent.poll() is None:
+            concurrent.kill()
+            concurrent.wait()
+        for container_id in made.values():
+            with contextlib.suppress(Exception):
+                client().containers.get(container_id).remove(force=True)
+
+
+def test_a_resume_reattaches_the_dead_owners_container(copy_dataset, tmp_path, capsys) -> None:
+    copy_dataset(RUNCASES)  # checks the engine and the base image
+    dataset = own_copy(tmp_path / "resume")
+    kill_when(dataset, "three-steps", lambda: count(dataset, "exec") >= 1)
+    [attempt] = attempts(dataset)
+    before = json.loads((dataset / ".ageval/runs" / attempt / "attempt.json").read_text())
+    assert before["container_name"] and before["container_id"]
+    code = main(["run", str(dataset), "--task", "three-steps", "--resume", attempt, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["results"][0]["status"] == "PASS", document
+    assert document["reaped"]["containers"] == []  # the resumed container was adopted
+    after = json.loads((dataset / ".ageval/runs" / attempt / "attempt.json").read_text())
+    assert after["container_id"] == before["container_id"]  # re-attached, not rebuilt
+    assert labelled(dataset) == []
+    marker = [f"ageval.adopts={before['container_id']}"]
+    assert client().volumes.list(filters={"label": marker}) == []
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])  # replays reap too
+    ended.wait()
+    owner = {OWNER_HOST: socket.gethostname(), OWNER_PID: str(ended.pid), OWNER_START: "x:1"}
+    orphan = _owned_container(owner, f"replay-{uuid.uuid4().hex[:8]}")
+    code = main(["replay", str(dataset), "--run", attempt, "--json"])
+    replayed = json.loads(capsys.readouterr().out)
+    assert code == 0 and replayed["status"] == "matched", replayed
+    assert not _exists(orphan) and ended.pid in replayed["reaped"]["owners"]

@@ -11,8 +11,8 @@ import pytest
 
 from agevalx.environments.container import AttemptContainer, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.fsutil import write_inside
 from agevalx.formats.harbor import open_harbor
+from agevalx.fsutil import write_inside
 from agevalx.harbor import (
     HarborRunError,
     RunOverrides,

@@ -53,16 +53,18 @@ def hash_tree(
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     stat_cache: StatCache | None = None,
+    specials: list[str] | None = None,
 ) -> TreeManifest:
     """Describe the tree under `root` (entries and digest) without storing anything.
 
     `include`/`exclude` are globs over relative POSIX paths (see `agevalx.cache.globs`);
-    exclude wins. The stat cache only saves reading unchanged files.
+    exclude wins. The stat cache only saves reading unchanged files. Sockets, pipes and
+    devices are never part of a tree; their paths are appended to `specials` when given.
     """
     if not root.is_dir():
         raise CacheError("cache_not_a_directory", f"{root} is not a directory", file=str(root))
     started_ns = time.time_ns()
-    found = walk(root, PathFilter(include, exclude))
+    found = walk(root, PathFilter(include, exclude), specials)
     hashed = digest_files(root, [item for item in found if item.type == "file"], stat_cache)
     if stat_cache is not None:
         recordable = [
@@ -72,17 +74,20 @@ def hash_tree(
     return TreeManifest(entries=tuple(_entry(item, hashed) for item in found))
 
 
-def walk(root: Path, path_filter: PathFilter) -> list[Found]:
-    """Every kept directory, file and symlink under `root`, sorted by path."""
+def walk(root: Path, path_filter: PathFilter, specials: list[str] | None = None) -> list[Found]:
+    """Every kept directory, file and symlink under `root`, sorted by path; other kept
+    paths (sockets, pipes, devices) go to `specials` when it is given."""
     try:
-        found = _walk_dir(os.fspath(root), "", path_filter)
+        found = _walk_dir(os.fspath(root), "", path_filter, specials)
     except OSError as exc:
         raise _source_error(str(exc.filename or root), exc) from exc
     found.sort(key=lambda item: item.path)
     return found
 
 
-def _walk_dir(root: str, rel: str, path_filter: PathFilter) -> list[Found]:
+def _walk_dir(
+    root: str, rel: str, path_filter: PathFilter, specials: list[str] | None
+) -> list[Found]:
     found: list[Found] = []
     with os.scandir(os.path.join(root, rel) if rel else root) as entries:
         for dir_entry in entries:
@@ -91,7 +96,7 @@ def _walk_dir(root: str, rel: str, path_filter: PathFilter) -> list[Found]:
                 continue
             st = dir_entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
-                below = _walk_dir(root, path, path_filter)
+                below = _walk_dir(root, path, path_filter, specials)
                 if below or path_filter.includes(path):
                     found.append(Found(path, "dir", st))
                     found.extend(below)
@@ -101,6 +106,8 @@ def _walk_dir(root: str, rel: str, path_filter: PathFilter) -> list[Found]:
                 found.append(Found(path, "file", st))
             elif stat.S_ISLNK(st.st_mode):
                 found.append(Found(path, "symlink", st, os.readlink(dir_entry.path)))
+            elif specials is not None:
+                specials.append(path)
     return found
 
 

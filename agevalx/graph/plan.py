@@ -157,10 +157,17 @@ class _Planner:
 
     def task_files(self, task_id: str) -> dict[str, str]:
         if task_id not in self.files:
+            specials: list[str] = []
             manifest = hash_tree(
-                self.source.task_dir(task_id), exclude=IGNORED_GLOBS, stat_cache=self.stat_cache
+                self.source.task_dir(task_id),
+                exclude=IGNORED_GLOBS,
+                stat_cache=self.stat_cache,
+                specials=specials,
             )
-            self.files[task_id] = _digests(manifest)
+            # A pipe or socket changes the key, so a reused lock never skips its refusal.
+            self.files[task_id] = dict(
+                sorted({**_digests(manifest), **dict.fromkeys(specials, "special")}.items())
+            )
         return self.files[task_id]
 
     def inputs(

@@ -86,10 +86,6 @@ def test_empty_illegal_directory_added_after_a_lock_is_refused(make_dataset, pri
     assert caught.value.code == "illegal_top_level_dir"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the lock key omits special files, so the reused lock skips unsupported_file_type",
-)
 def test_fifo_added_after_a_lock_is_refused(make_dataset, private_cache):
     ds = make_dataset()
     relock(ds)

@@ -205,9 +205,13 @@ class AttemptContainer:
         return ExecResult(exit_code=exit_code, output=output, timed_out=timed_out)
 
     def put_directory(self, source: Path, destination: str) -> None:
-        """Copy a host directory to `destination` (created; its parent must exist)."""
-        parent, name = destination.rsplit("/", 1)
-        self._put(parent or "/", tar_directory(source, name))
+        """Copy a host directory to `destination` (created; its parent must exist).
+
+        The archive is extracted at `/` with the whole path in its member names: Docker
+        refuses a relative symlink that climbs above the directory it extracts into, and an
+        agent may have left one (`../../../etc/passwd` under the workspace) that restores
+        must keep as it was."""
+        self._put("/", tar_directory(source, destination.strip("/")))
 
     def put_files(self, destination: str, files: dict[str, tuple[bytes, int]]) -> None:
         self.root_exec(f"mkdir -p {shlex.quote(destination)}")

@@ -100,11 +100,15 @@ class TaskRuntime(ABC):
         """Extra environment of the agent processes (values may be secrets)."""
         return {}
 
+    def environment_secrets(self) -> list[str]:
+        """The environment values that may be secrets: all of `agent_environment`."""
+        return list(self.agent_environment().values())
+
     def secret_values(self) -> list[str]:
         """Values that must not be recorded anywhere (masked in activity, transcript and
         evaluation records): every environment value ageval hands the task's processes, and
         the roles' resolved API keys."""
-        values = list(self.agent_environment().values())
+        values = self.environment_secrets()
         for role in self.lock.binding.roles.values():
             if role.api_key:
                 with contextlib.suppress(AgevalError):

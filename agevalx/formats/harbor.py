@@ -201,16 +201,28 @@ class HarborRuntime(TaskRuntime):
         """`[environment.env]` (also the container's) and the job's `agents[0].env`."""
         return {**self.spec.environment_env, **self.spec.agent_env}
 
-    def secret_values(self) -> list[str]:
-        """Every resolved env value of the task: the container's, the agent's, the
-        solution's, the verifier's and a separate verifier environment's (seed 003 resolves
-        them from the host; any may be a key)."""
-        spec = self.spec
-        maps = [spec.environment_env, spec.agent_env, spec.solution_env, spec.verifier.env]
-        separate = spec.verifier.separate
+    def environment_secrets(self) -> list[str]:
+        """The env values that came from the host: every value a `${VAR}` template resolved
+        to (seed 003 resolves them from the host; any may be a key), in the container's, the
+        agent's, the solution's, the verifier's and a separate verifier environment's env.
+        A value written literally in task.toml or the job config is not a secret."""
+        written = self.dataset.task_spec(self.lock.task_id, templates=True)
+        pairs = [
+            (written.environment_env, self.spec.environment_env),
+            (written.agent_env, self.spec.agent_env),
+            (written.solution_env, self.spec.solution_env),
+            (written.verifier.env, self.spec.verifier.env),
+        ]
+        separate, written_separate = self.spec.verifier.separate, written.verifier.separate
         if separate is not None and separate.own is not None:
-            maps.append(separate.own.environment_env)
-        return [*super().secret_values(), *(value for env in maps for value in env.values())]
+            own = written_separate.own if written_separate is not None else None
+            pairs.append((own.environment_env if own else {}, separate.own.environment_env))
+        return [
+            value
+            for templates, resolved in pairs
+            for key, value in resolved.items()
+            if templates.get(key) != value
+        ]
 
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
         """Harbor's oracle agent: solution/ to /solution, `chmod +x`, solve.sh run directly

@@ -208,6 +208,14 @@ class _Invoker:
             task_dir=str(run.task_dir),
             oracle=self.oracle() if profile["executor"] == "oracle" else None,
         )
+        run.transcript(
+            {
+                "type": "prompt",
+                "role": role,
+                "invocation": index,
+                "text": run.journal.redactor.text(prompt),
+            }
+        )
         try:
             result = executor.invoke(invocation)
         except WallTimeExceeded:

@@ -1,8 +1,10 @@
 """Everything the attempt page shows, read from `.ageval/runs/<attempt_id>/` and the cache.
 
 The terminal actions are those `ageval replay` re-executes (`read_source`), so a replay's
-divergence step points at the same list. The prompt is the task's prompt files as the lock
-recorded them: a file changed since the run is flagged, not shown as if it were the one sent.
+divergence step points at the same list. The prompt is what the run sent to each invocation,
+as its transcript recorded it (secrets masked); for runs made before prompts were recorded, the
+task's prompt files as the lock recorded them: a file changed since the run is flagged, not
+shown as if it were the one sent.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ RAW_FILES = (
 )
 PROMPT_FILES = ("instruction.md",)
 PROMPT_DIR = "prompts/"
+SENT_PROMPTS = 100
+SENT_PROMPT_BYTES = 4 * 1024 * 1024
 AREAS = ("workspace", "home")
 ACTIONS_PER_PAGE = 100
 ACTIVITY_PER_PAGE = 200
@@ -138,7 +142,8 @@ def load_attempt(root: Path, result: AttemptResult, store: CacheStore | None) ->
         result=result,
         files=[name for name in RAW_FILES if (directory / name).is_file()],
         lock=lock,
-        prompts=_prompts(root, result.task_id, lock),
+        prompts=_sent_prompts(directory / "transcript.jsonl")
+        or _prompts(root, result.task_id, lock),
         commands=commands,
         activity=[record for record in records if record.seq not in folded],
         steps=_steps(store, cut_points(records), _final(store, result)),
@@ -195,6 +200,36 @@ def _cached_lock(result: AttemptResult, store: CacheStore | None) -> bytes | Non
         return store.get_bytes(action.outputs["lock"].digest)
     except CacheError:
         return None
+
+
+def _sent_prompts(path: Path) -> list[PromptFile]:
+    """The prompts the run sent, as the run recorded them in its transcript (secrets masked).
+
+    Only top-level `{"type": "prompt"}` entries count; at most `SENT_PROMPTS` are read and
+    a line longer than `SENT_PROMPT_BYTES` is skipped, so a huge transcript stays cheap."""
+    found: list[PromptFile] = []
+    if not path.is_file() or path.is_symlink():
+        return found
+    with path.open("rb") as stream:
+        for raw in stream:
+            if len(found) >= SENT_PROMPTS:
+                break
+            if b'"prompt"' not in raw or len(raw) > SENT_PROMPT_BYTES:
+                continue
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or entry.get("type") != "prompt":
+                continue
+            text, role = entry.get("text"), entry.get("role")
+            if isinstance(text, str) and isinstance(role, str):
+                number = entry.get("invocation")
+                label = f"sent to {role}" + (
+                    f" (invocation {number})" if isinstance(number, int) else ""
+                )
+                found.append(PromptFile(label, text, None))
+    return found
 
 
 def _prompts(root: Path, task_id: str, lock: dict[str, Any] | None) -> list[PromptFile]:

@@ -66,6 +66,9 @@ def _item(line: Line) -> TranscriptItem:
     kind = entry.get("type")
     if kind == "session_update" and isinstance(entry.get("update"), dict):
         return _update(entry["update"])
+    if kind == "prompt":
+        facts = {name: str(entry[name]) for name in ("role", "invocation") if name in entry}
+        return TranscriptItem("prompt", str(entry.get("text", "")), facts)
     if kind == "agent_stdout":
         return TranscriptItem("agent stdout", str(entry.get("text", "")))
     if kind == "agent_setup":

@@ -151,7 +151,7 @@ def _pairs(mapping: dict[str, str]) -> str:
 
 
 def _prompts(view: AttemptView) -> Html:
-    if view.lock is None:
+    if not view.prompts and view.lock is None:
         return el("p", "the attempt's lock is not available: its prompt cannot be shown")
     if not view.prompts:
         return el("p", "the task has no prompt files", class_="muted")

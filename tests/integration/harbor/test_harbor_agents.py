@@ -64,6 +64,10 @@ def test_a_profiles_file_at_the_dataset_root_binds_the_scripted_agent(
     assert terminal_commands(attempt) == [(command, "/srv") for command in COMMANDS]
     transcript = (attempt / "transcript.jsonl").read_text()
     assert "Wrote out.txt." in transcript
+    sent = json.loads(transcript.splitlines()[0])
+    instruction = (DATASET / TASK / "instruction.md").read_text()
+    assert (sent["type"], sent["role"], sent["invocation"]) == ("prompt", "solver", 0)
+    assert sent["text"].startswith(instruction.strip()), sent
     lock = json.loads((dataset / ".ageval/locks/steps.lock.json").read_text())
     assert lock["task"]["format"] == "harbor"
     assert lock["binding"]["profiles_file"] == "profiles.yaml"

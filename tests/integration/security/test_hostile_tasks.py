@@ -159,20 +159,25 @@ def test_harbor_env_secrets_reach_no_record_no_cache_and_no_committed_image(
     tmp_path: Path, docker_engine: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     canary = f"canary-{uuid.uuid4().hex}"
-    monkeypatch.setenv("HOSTILE_CANARY", canary)
+    for place in ("ENV", "SOLUTION", "VERIFIER"):  # Harbor resolves whole-value templates
+        monkeypatch.setenv(f"HOSTILE_{place}", f"{canary}-{place.lower()}")
     toml = (
-        '\n[environment.env]\nCONTAINER_SECRET = "${HOSTILE_CANARY}-env"\n'
-        '\n[solution.env]\nSOLUTION_SECRET = "${HOSTILE_CANARY}-solution"\n'
-        '\n[verifier.env]\nVERIFIER_SECRET = "${HOSTILE_CANARY}-verifier"\n'
+        '\n[environment.env]\nCONTAINER_SECRET = "${HOSTILE_ENV}"\n'
+        '\n[solution.env]\nSOLUTION_SECRET = "${HOSTILE_SOLUTION}"\n'
+        '\n[verifier.env]\nVERIFIER_SECRET = "${HOSTILE_VERIFIER}"\nPLAIN = "not-a-secret"\n'
     )
     solve = 'echo "$CONTAINER_SECRET $SOLUTION_SECRET"\n'
-    test = 'echo "$CONTAINER_SECRET $VERIFIER_SECRET"\necho 1 > /logs/verifier/reward.txt\n'
+    test = (
+        'echo "$CONTAINER_SECRET $VERIFIER_SECRET $PLAIN"\n'
+        '[ "$VERIFIER_SECRET" = "${CONTAINER_SECRET%-env}-verifier" ] || exit 1\n'
+        "echo 1 > /logs/verifier/reward.txt\n"
+    )
     dataset = harbor_task(tmp_path / "ds", solve, test, toml_extra=toml)
     code, document, printed = run("run", str(dataset), "--agent", "oracle")
     assert code == 0, document
     result = _result(document)
     assert result["status"] == "PASS"
-    assert "***" in (result["evaluator_output"] or "")
+    assert (result["evaluator_output"] or "").split() == ["***", "***", "not-a-secret"]
     assert canary not in printed
     found = _files_with(dataset, canary.encode()) + _files_with(
         default_cache_dir(), canary.encode()
@@ -297,3 +302,37 @@ def test_a_poisoned_cached_result_is_flagged_and_recomputed(
     code, report, _ = run("cache", "verify", "--remove-corrupt")
     code, document, _ = run("run", str(dataset))
     assert code == 0 and _result(document)["status"] == "PASS", document
+
+
+# --- 9. a relative symlink climbing above /attempt -------------------------------------------
+
+
+def test_a_symlink_climbing_above_the_attempt_survives_rescore_fork_and_replay(
+    tmp_path: Path, docker_engine: object
+) -> None:
+    solve = (
+        "ln -s ../../../../../../etc/passwd /attempt/workspace/up\n"
+        "ln -s ../../.. /attempt/workspace/updir\n"
+        "touch /attempt/workspace/solved.txt\n"
+    )
+    dataset = ageval_task(tmp_path / "ds", solve, PASS_IF_SOLVED)
+    code, document, _ = run("run", str(dataset), "--keep-recovery-state")
+    assert code == 0 and _result(document)["status"] == "PASS", document
+    attempt = _result(document)["attempt_id"]
+
+    evaluator_file = dataset / "tasks/hostile/evaluator.py"
+    evaluator_file.write_text(evaluator_file.read_text() + "\n# re-score\n")
+    code, document, _ = run("run", str(dataset))
+    nodes = {n["kind"]: n["outcome"] for n in _result(document)["nodes"]}
+    assert code == 0 and _result(document)["status"] == "PASS", document
+    assert (nodes["run"], nodes["evaluate"]) == ("reused", "computed")
+
+    code, listing, _ = run("checkpoints", str(dataset), "--run", attempt)
+    assert code == 0, listing
+    seq = listing["checkpoints"][-1]["seq"]
+    fork = ("--task", "hostile", "--fork", attempt, "--checkpoint", str(seq))
+    code, document, _ = run("run", str(dataset), *fork)
+    assert code == 0 and _result(document)["status"] == "PASS", document
+
+    code, report, _ = run("replay", str(dataset), "--run", attempt, "--evaluate")
+    assert code == 0 and report["evaluation"]["status"] == "PASS", report

@@ -180,3 +180,23 @@ def test_a_transcript_entry_too_large_to_parse_is_shown_as_an_excerpt(job: Job) 
 
     assert "unreadable" in page and "&lt;script&gt;" in page
     assert len(page) < 200_000
+
+
+def test_the_attempt_page_shows_the_prompts_the_run_sent(job: Job) -> None:
+    sent = {"type": "prompt", "role": "solver", "invocation": 0, "text": "Sum <b>2</b>+4"}
+    nested = message("x") | {"update": {"sessionUpdate": "plan", "type": "prompt"}}
+    write_transcript(job.root, job.failing, transcript_lines(nested, sent, message("done")))
+
+    page = html(job.site().route(f"/attempts/{job.failing.attempt_id}.html"))
+
+    assert "sent to solver (invocation 0)" in page
+    assert page.count("Sum &lt;b&gt;2&lt;/b&gt;+4") == 2  # the prompt section and the transcript
+    assert "<b>2</b>" not in page and page.count("sent to ") == 1
+
+
+def test_an_attempt_without_recorded_prompts_shows_the_task_prompt_files(job: Job) -> None:
+    write_transcript(job.root, job.failing, transcript_lines(message("hello")))
+
+    page = html(job.site().route(f"/attempts/{job.failing.attempt_id}.html"))
+
+    assert "sent to " not in page

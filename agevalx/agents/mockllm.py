@@ -268,6 +268,9 @@ def _handler_class(server: MockLLM) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     mock: MockLLM
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """Headers and body go out as two writes: without this, a kept-alive client waits out
+    a delayed ACK (~40 ms) on every reply."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `MockLLM.requests` instead."""

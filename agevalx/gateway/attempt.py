@@ -13,7 +13,8 @@ from typing import Any
 
 from agevalx.config.secrets import resolve_reference
 from agevalx.errors import AgevalError
-from agevalx.gateway.server import Gateway, Route, Upstream
+from agevalx.gateway.recording import TrafficLog
+from agevalx.gateway.server import UNAVAILABLE, Gateway, Route, Upstream
 
 CONTAINER_HOST = "host.docker.internal"
 """The host as attempt containers see it; with `egress: llm` the fence's proxy answers it."""
@@ -39,13 +40,21 @@ def upstream_of(profile: Mapping[str, Any]) -> Upstream | None:
 class AttemptRoutes:
     """Routes of an attempt's model roles, registered on `gateway` until `close`."""
 
-    def __init__(self, gateway: Gateway | None, profiles: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        gateway: Gateway | None,
+        profiles: Mapping[str, Mapping[str, Any]],
+        log: TrafficLog | None = None,
+    ) -> None:
         self.gateway = gateway
+        self.log = log
+        """The attempt's `model.jsonl`, when its traffic is recorded."""
         self.routes: dict[str, Route] = {}
         for role, profile in profiles.items():
             upstream = upstream_of(profile) if gateway is not None else None
             if gateway is not None and upstream is not None:
-                self.routes[role] = gateway.register(upstream)
+                recorder = None if log is None else log.recorder(role)
+                self.routes[role] = gateway.register(upstream, recorder)
 
     @classmethod
     def none(cls) -> AttemptRoutes:
@@ -74,10 +83,20 @@ class AttemptRoutes:
             "AGEVAL_BASE_URL": self.gateway.base_url(route, CONTAINER_HOST),
         }
 
-    def check(self, role: str) -> None:
-        """Raise the upstream failure the role's agent met, as an infrastructure error."""
+    def check(self, role: str, *, out_of_time: bool = False) -> None:
+        """Raise the upstream failure the role's agent met, as an infrastructure error; with
+        `out_of_time` (the wall time ran out), also when a request was still held waiting
+        for a failing upstream."""
         route = self.routes.get(role)
-        if route is not None and route.stats.failure is not None:
+        if route is None:
+            return
+        if out_of_time and route.stats.waiting and route.stats.failure is None:
+            route.stats.failure = UNAVAILABLE
+            route.stats.failure_message = (
+                "the wall time ran out while the model upstream was failing: "
+                + route.stats.failure_message
+            )
+        if route.stats.failure is not None:
             raise AgevalError(
                 route.stats.failure,
                 route.stats.failure_message,

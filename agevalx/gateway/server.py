@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
+from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.usage import RouteStats, UsageReader
 
 RETRY_INTERVAL_SECONDS = 60.0
@@ -97,6 +98,8 @@ class Route:
     token: str
     upstream: Upstream
     stats: RouteStats = field(default_factory=RouteStats)
+    recorder: TrafficRecorder | None = None
+    """Where its requests and responses are recorded (`model.jsonl`), if anywhere."""
 
 
 class _Retry(Exception):
@@ -134,8 +137,9 @@ class Gateway:
 
     # --- routes ----------------------------------------------------------------------------
 
-    def register(self, upstream: Upstream) -> Route:
-        route = Route(token=TOKEN_PREFIX + secrets.token_hex(16), upstream=upstream)
+    def register(self, upstream: Upstream, recorder: TrafficRecorder | None = None) -> Route:
+        token = TOKEN_PREFIX + secrets.token_hex(16)
+        route = Route(token=token, upstream=upstream, recorder=recorder)
         with self._lock:
             self._routes[route.token] = route
         return route
@@ -250,23 +254,38 @@ class Gateway:
         url = upstream.origin + request.path_qs
         model = _requested_model(body)
         began = time.monotonic()
-        while True:
-            try:
-                return await self._forward(request, route, url, headers, body, model)
-            except _Retry as retry:
-                wait = max(RETRY_INTERVAL_SECONDS, retry.retry_after or 0.0)
-                elapsed = time.monotonic() - began
-                if elapsed + wait > upstream.stall_seconds:
-                    route.stats.failure = UNAVAILABLE
-                    route.stats.failure_message = (
-                        f"the model upstream {upstream.origin} failed ({retry.reason}) and did "
-                        f"not recover within upstream_stall_seconds={upstream.stall_seconds:g} "
-                        f"({route.stats.retries} retries)"
-                    )
-                    return _error(503, UNAVAILABLE, route.stats.failure_message)
-                route.stats.retries += 1
-                route.stats.wait_seconds += wait
-                await asyncio.sleep(wait)
+        held = False
+        try:
+            while True:
+                try:
+                    return await self._forward(request, route, url, headers, body, model)
+                except _Retry as retry:
+                    if not held:
+                        held = True
+                        route.stats.waiting += 1
+                    wait = await self._wait(route, retry, time.monotonic() - began)
+                if wait is not None:
+                    return wait
+        finally:
+            if held:
+                route.stats.waiting -= 1
+
+    async def _wait(self, route: Route, retry: _Retry, elapsed: float) -> web.Response | None:
+        """Sleep until the next try; past the stall budget, the answer to give instead."""
+        upstream = route.upstream
+        wait = max(RETRY_INTERVAL_SECONDS, retry.retry_after or 0.0)
+        route.stats.failure_message = (
+            f"the model upstream {upstream.origin} failed ({retry.reason}) and did not "
+            f"recover within upstream_stall_seconds={upstream.stall_seconds:g} "
+            f"({route.stats.retries} retries)"
+        )
+        if elapsed + wait > upstream.stall_seconds:
+            route.stats.failure = UNAVAILABLE
+            return _error(503, UNAVAILABLE, route.stats.failure_message)
+        route.stats.retries += 1
+        route.stats.wait_seconds += wait
+        await asyncio.sleep(wait)
+        return None
 
     async def _forward(
         self,
@@ -305,6 +324,8 @@ class Gateway:
                     reader.feed_json(json.loads(data))
                 if request.method == "POST":
                     route.stats.add(reader.usage(), model)
+                if route.recorder is not None:
+                    route.recorder.record(request.method, request.path, body, response.status, data)
                 return web.Response(status=response.status, body=data, headers=out_headers)
             relay = web.StreamResponse(status=response.status, headers=out_headers)
             await relay.prepare(request)
@@ -317,6 +338,10 @@ class Gateway:
                 route.stats.failure_message = f"the upstream stream broke: {exc!r}"
                 raise ConnectionResetError("upstream stream broke") from None
             route.stats.add(reader.usage(), model)
+            if route.recorder is not None:
+                route.recorder.record(
+                    request.method, request.path, body, response.status, reader.stream_bytes
+                )
             await relay.write_eof()
             return relay
 

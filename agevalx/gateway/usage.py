@@ -94,6 +94,8 @@ class UsageReader:
         self._fields: dict[str, Any] = {}
         self._model: str | None = None
         self._pending = b""
+        self.stream_bytes = b""
+        """The stream as received (kept for the traffic record)."""
 
     def feed_json(self, value: Any) -> None:
         fields = _usage_fields(value)
@@ -103,6 +105,7 @@ class UsageReader:
 
     def feed_stream(self, data: bytes) -> None:
         """Server-sent events, in pieces as they arrive."""
+        self.stream_bytes += data
         self._pending += data
         *lines, self._pending = self._pending.split(b"\n")
         for line in lines:
@@ -162,6 +165,8 @@ class RouteStats:
     failure: str | None = None
     """The code of an upstream failure the agent got (`model_upstream_unavailable`...)."""
     failure_message: str = ""
+    waiting: int = 0
+    """Requests held right now, waiting for a failing upstream."""
 
     def add(self, usage: Usage | None, model: str | None) -> None:
         self.requests += 1

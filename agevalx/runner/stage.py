@@ -51,6 +51,7 @@ from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.gateway.attempt import AttemptRoutes
+from agevalx.gateway.recording import MODEL_TRAFFIC, TrafficLog
 from agevalx.gateway.server import shared_gateway
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
@@ -238,7 +239,7 @@ class _Invoker:
         try:
             result = executor.invoke(invocation)
         except WallTimeExceeded:
-            run.routes.check(role)
+            run.routes.check(role, out_of_time=True)
             raise QuotaExhausted("wall_time_seconds") from None
         except AgentError as exc:
             run.routes.check(role)
@@ -427,7 +428,10 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         routes = AttemptRoutes.none()
         if any(profile.get("base_url") for profile in profiles(lock).values()):
             gateway = stack.enter_context(shared_gateway())
-            routes = AttemptRoutes(gateway, profiles(lock))
+            runtime = dataset_of(context.plan).runtime(lock)
+            directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
+            log = TrafficLog(directory / MODEL_TRAFFIC, Redactor(runtime.secret_values()))
+            routes = AttemptRoutes(gateway, profiles(lock), log)
             stack.callback(routes.close)
         return _run_attempt(node, context, lock, routes)
 
@@ -534,6 +538,11 @@ def _run_attempt(
             "home": OutputRef(digest=final.home, type="tree"),
             "artifacts": OutputRef(digest=artifacts, type="tree"),
         }
+        traffic = routes.log.path if routes.log is not None else None
+        if traffic is not None and traffic.is_file():
+            outputs["model"] = OutputRef(digest=context.store.put_file(traffic), type="blob")
+        else:
+            outputs["model"] = OutputRef(digest=context.store.put_bytes(b""), type="blob")
     output = RunOutput(
         attempt_id=attempt_id(node),
         limit=limit,

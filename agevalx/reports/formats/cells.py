@@ -51,7 +51,7 @@ def tokens(row: ReportRow) -> str:
 def dollars(value: float | str | None) -> str:
     if value is None:
         return "-"
-    return value if isinstance(value, str) else f"{value:.4f}"
+    return value if isinstance(value, str) else f"{value:.6f}"
 
 
 def config(row: ReportRow) -> str:

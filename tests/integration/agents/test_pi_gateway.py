@@ -117,6 +117,19 @@ def test_the_real_key_never_enters_the_attempt_container(
     ).stdout
     assert secret not in inspected
 
+    traffic_path = dataset / ".ageval/runs" / result["attempt_id"] / "model.jsonl"
+    traffic = [json.loads(line) for line in traffic_path.read_text().splitlines()]
+    assert [(t["seq"], t["role"], t["status"], t["streamed"]) for t in traffic] == [
+        (1, "solver", 200, True),
+        (2, "solver", 200, True),
+    ]
+    assert traffic[0]["path"] == "/v1/chat/completions"
+    assert traffic[0]["request"]["model"] == "gpt-5.4-mini"
+    assert traffic[-1]["response"][-1] == "[DONE]"
+    assert len({t["request_digest"] for t in traffic}) == 2
+    assert secret not in traffic_path.read_text()
+    assert "ageval-gw-" not in traffic_path.read_text(), "headers are never recorded"
+
     usage = _stored_result(dataset, result)["usage"]["solver"]
     price = load_prices().models["gpt-5.4-mini"]
     completion = 8 + 3  # the mock's figures: 8 per tool call, 1 per word of text

@@ -4,6 +4,7 @@ a small aiohttp upstream speaking the Anthropic and responses shapes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import threading
@@ -11,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +21,9 @@ from aiohttp import web
 from agevalx.agents.mockllm import PROMPT_TOKENS, MockLLM
 from agevalx.gateway import Gateway, Upstream
 from agevalx.gateway import server as gateway_server
+from agevalx.gateway.recording import TrafficLog
 from agevalx.gateway.usage import load_prices
+from agevalx.redaction import Redactor
 
 REAL_KEY = "sk-real-upstream-key-0123456789"
 SCRIPT = [{"message": "one two three"}, {"message": "four"}]
@@ -296,3 +300,52 @@ def test_model_watchdog_bounds_silence_inside_a_stream(gateway: Gateway) -> None
             _post(url, {"stream": True}, {"x-api-key": route.token})
         assert time.monotonic() - started < 1.8
     assert "stream broke" in route.stats.failure_message
+
+
+@pytest.mark.unit
+def test_every_exchange_is_recorded_with_secrets_masked(gateway: Gateway, tmp_path: Path) -> None:
+    secret = "sk-in-the-prompt-0123456789"
+    log = TrafficLog(tmp_path / "runs/a/model.jsonl", Redactor([secret, REAL_KEY]))
+    with MockLLM(SCRIPT) as mock:
+        route = gateway.register(Upstream(base_url=mock.url, api_key=REAL_KEY), log.recorder("x"))
+        plain = {"model": "m", "messages": [{"role": "user", "content": f"key {secret}"}]}
+        assert _chat(gateway, route.token, plain)[0] == 200
+        assert _chat(gateway, route.token, {"model": "m", "stream": True})[0] == 200
+    text = log.path.read_text()
+    assert secret not in text and REAL_KEY not in text and route.token not in text
+    first, second = (json.loads(line) for line in text.splitlines())
+    assert (first["seq"], first["role"], first["streamed"]) == (1, "x", False)
+    assert first["request"]["messages"][0]["content"] == "key ***"
+    assert first["response"]["choices"][0]["message"]["content"] == "one two three"
+    assert second["streamed"] is True and second["response"][-1] == "[DONE]"
+    assert second["response"][1]["choices"][0]["delta"]["content"] == "four"
+    assert first["request_digest"] != second["request_digest"]
+
+
+@pytest.mark.unit
+def test_running_out_of_wall_time_while_held_is_an_upstream_error(
+    gateway: Gateway, fast_retries: float
+) -> None:
+    from agevalx.errors import AgevalError
+    from agevalx.gateway.attempt import AttemptRoutes
+
+    with MockLLM(SCRIPT, failures=-1) as mock:
+        profile = {"executor": "acp", "base_url": mock.url, "options": {}}
+        routes = AttemptRoutes(gateway, {"solver": profile})
+        token = routes.environ("solver", {})["AGEVAL_API_KEY"]
+
+        def request() -> None:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                _chat(gateway, token, {"model": "m"})
+
+        held = threading.Thread(target=request, daemon=True)
+        held.start()
+        deadline = time.monotonic() + 10
+        while not routes.routes["solver"].stats.retries and time.monotonic() < deadline:
+            time.sleep(0.05)
+        routes.check("solver")  # still holding, not failed: no error on its own
+        with pytest.raises(AgevalError) as caught:
+            routes.check("solver", out_of_time=True)
+        routes.close()
+    assert caught.value.code == "model_upstream_unavailable"
+    assert "wall time ran out" in caught.value.message

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -163,3 +164,36 @@ def test_egress_none_leaves_no_network_and_the_scripted_agent_still_runs(
         assert run.sh("cat /attempt/workspace/x.txt").stdout == "made\n"
     finally:
         container.remove()
+
+
+MINIMAL_DEMO = Path(__file__).parents[3] / "examples/datasets/minimal-demo"
+
+
+@pytest.mark.integration
+def test_egress_none_in_profiles_runs_the_attempt_without_a_network(
+    copy_dataset: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agevalx.cli import main
+
+    dataset: Path = copy_dataset(MINIMAL_DEMO)
+    profiles = dataset / "profiles.yaml"
+    profiles.write_text(profiles.read_text().replace("network: none", "egress: none"))
+    script = dataset / "tasks/terminal-jsonl-agg/solution/agent-script.yaml"
+    script.write_text(
+        script.read_text().replace(
+            "steps:\n", "steps:\n  - terminal: \"ls /sys/class/net | tr '\\\\n' ' '\"\n", 1
+        )
+    )
+    main(["run", str(dataset), "--json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    run_node = next(node for node in result["nodes"] if node["kind"] == "run")
+    assert run_node["outcome"] == "computed", result.get("error")
+    # On this base the demo's scoring fails on its own (read_file without a limit, in the
+    # evaluation stage); the environment and run stages are what egress concerns.
+    error = result.get("error")
+    assert result["status"] == "PASS" or (error and error["stage"] == "evaluate"), error
+    journal = dataset / ".ageval/runs" / result["attempt_id"] / "activity.jsonl"
+    tools = [json.loads(line) for line in journal.read_text().splitlines()]
+    outputs = [t["output"] for t in tools if t["type"] == "terminal" and "output" in t]
+    assert outputs[0].split() == ["lo"], outputs[0]
+    assert result["usage"] == {}, "no model role, no gateway"

@@ -16,6 +16,11 @@ a call is `{"name": ..., "arguments": {...}, "id": optional}`; `message` may acc
 calls. Once the script is spent, every request gets `EXHAUSTED_TEXT`. Every request is kept
 in `requests` (path, JSON body, the `Authorization` header) for the test to inspect.
 
+Failure modes, for the gateway's stall handling: the first `failures` completion requests are
+answered with `failure_status` (503 by default; 429 with `retry_after` as `Retry-After`),
+after `failure_delay` seconds each, before the script is served (`failures=-1`: never
+recovers). `cost` adds a provider-reported `usage.cost` (USD) to every reply.
+
 The server binds only a loopback address or the Docker bridge gateway (`bridge_gateway()`),
 the host's own address on the bridge: attempt containers reach it as
 `host.docker.internal`, and nothing outside this machine does.
@@ -151,8 +156,18 @@ class MockLLM:
         host: str = "127.0.0.1",
         port: int = 0,
         model: str = "mock-model",
+        failures: int = 0,
+        failure_status: int = 503,
+        retry_after: str | None = None,
+        failure_delay: float = 0.0,
+        cost: float | None = None,
     ) -> None:
         self._replies = parse_script(script)
+        self._failures = failures
+        self.failure_status = failure_status
+        self.retry_after = retry_after
+        self.failure_delay = failure_delay
+        self.cost = cost
         self._host = check_bind_address(host)
         self._port = port
         self._model = model
@@ -222,6 +237,14 @@ class MockLLM:
         with self._lock:
             self.requests.append(request)
 
+    def _should_fail(self) -> bool:
+        with self._lock:
+            if self._failures == 0:
+                return False
+            if self._failures > 0:
+                self._failures -= 1
+            return True
+
     def _next_reply(self) -> Reply:
         with self._lock:
             if self._served < len(self._replies):
@@ -245,6 +268,9 @@ def _handler_class(server: MockLLM) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     mock: MockLLM
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """Headers and body go out as two writes: without this, a kept-alive client waits out
+    a delayed ACK (~40 ms) on every reply."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `MockLLM.requests` instead."""
@@ -274,21 +300,33 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._send_json(HTTPStatus.BAD_REQUEST, _error("the body is not a JSON object"))
             return
+        if self.mock._should_fail():
+            time.sleep(self.mock.failure_delay)
+            retry_after = self.mock.retry_after
+            headers = {} if retry_after is None else {"Retry-After": retry_after}
+            status = HTTPStatus(self.mock.failure_status)
+            self._send_json(status, _error("the mock upstream is failing"), headers)
+            return
         reply = self.mock._next_reply()
         model = self.mock._model_id(body)
+        cost = self.mock.cost
         if body.get("stream"):
             options = body.get("stream_options") or {}
             usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            self._send_stream(stream_chunks(reply, model, include_usage=usage))
+            self._send_stream(stream_chunks(reply, model, include_usage=usage, cost=cost))
         else:
-            self._send_json(HTTPStatus.OK, completion(reply, model))
+            self._send_json(HTTPStatus.OK, completion(reply, model, cost=cost))
 
     def _authorization(self) -> str | None:
         return self.headers.get("Authorization")
 
-    def _send_json(self, status: HTTPStatus, value: Any) -> None:
+    def _send_json(
+        self, status: HTTPStatus, value: Any, headers: Mapping[str, str] | None = None
+    ) -> None:
         data = json.dumps(value).encode()
         self.send_response(status)
+        for name, header in (headers or {}).items():
+            self.send_header(name, header)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -313,20 +351,28 @@ def _error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error"}}
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+PROMPT_TOKENS = 10
+"""Prompt tokens the mock reports for every request."""
+
+
+def usage_of(reply: Reply, cost: float | None = None) -> dict[str, Any]:
+    """The usage the mock reports for `reply`."""
     completion_tokens = max(1, len(reply.text.split()) + 8 * len(reply.tool_calls))
-    return {
-        "prompt_tokens": 10,
+    usage: dict[str, Any] = {
+        "prompt_tokens": PROMPT_TOKENS,
         "completion_tokens": completion_tokens,
-        "total_tokens": 10 + completion_tokens,
+        "total_tokens": PROMPT_TOKENS + completion_tokens,
     }
+    if cost is not None:
+        usage["cost"] = cost
+    return usage
 
 
 def _finish_reason(reply: Reply) -> str:
     return "tool_calls" if reply.tool_calls else "stop"
 
 
-def completion(reply: Reply, model: str) -> dict[str, Any]:
+def completion(reply: Reply, model: str, cost: float | None = None) -> dict[str, Any]:
     """A non-streamed `chat.completion` object for `reply`."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
@@ -344,12 +390,12 @@ def completion(reply: Reply, model: str) -> dict[str, Any]:
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": _finish_reason(reply)}],
-        "usage": _usage(reply),
+        "usage": usage_of(reply, cost),
     }
 
 
 def stream_chunks(
-    reply: Reply, model: str, *, include_usage: bool = False
+    reply: Reply, model: str, *, include_usage: bool = False, cost: float | None = None
 ) -> Iterator[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a streamed `reply` (without `[DONE]`)."""
     created = int(time.time())
@@ -382,5 +428,5 @@ def stream_chunks(
             "created": created,
             "model": model,
             "choices": [],
-            "usage": _usage(reply),
+            "usage": usage_of(reply, cost),
         }

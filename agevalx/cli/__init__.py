@@ -12,6 +12,7 @@ from agevalx.cli import cache as cache_command
 from agevalx.cli import checkpoints as checkpoints_command
 from agevalx.cli import graph as graph_command
 from agevalx.cli import lock as lock_command
+from agevalx.cli import mock_model as mock_model_command
 from agevalx.cli import replay as replay_command
 from agevalx.cli import report as report_command
 from agevalx.cli import run as run_command
@@ -36,6 +37,7 @@ app.command(name="report", no_args_is_help=True)(report_command.report)
 app.command(name="checkpoints", no_args_is_help=True)(checkpoints_command.checkpoints)
 app.command(name="replay", no_args_is_help=True)(replay_command.replay)
 app.command(name="view")(view_command.view)
+app.command(name="mock-model", no_args_is_help=True)(mock_model_command.mock_model)
 app.add_typer(graph_command.app, name="graph", no_args_is_help=True)
 app.add_typer(cache_command.app, name="cache", no_args_is_help=True)
 

@@ -31,6 +31,7 @@ from agevalx.operations.planning import MAX_K, MAX_PLANNED_ATTEMPTS
 from agevalx.operations.run import RunOutcome, RunRequest
 from agevalx.operations.run import run as run_attempts
 from agevalx.results.paths import attempt_dir
+from agevalx.results.usage import ModelUsage
 
 
 def _document(outcome: RunOutcome) -> dict[str, Any]:
@@ -45,6 +46,18 @@ def _document(outcome: RunOutcome) -> dict[str, Any]:
         "warnings": [warning.model_dump(mode="json") for warning in outcome.warnings],
         "reaped": outcome.reaped.model_dump(mode="json"),
     }
+
+
+def usage_line(usage: ModelUsage) -> str:
+    """`2 model requests, 20/11 tokens (0 cached), $0.000027` (+ retries and wait time)."""
+    cost = usage.cost_usd if isinstance(usage.cost_usd, str) else f"${usage.cost_usd:.6f}"
+    line = (
+        f"{usage.requests} model requests, {usage.prompt_tokens}/{usage.completion_tokens} "
+        f"tokens ({usage.cached_tokens} cached), cost {cost}"
+    )
+    if usage.retries:
+        line += f", {usage.retries} upstream retries ({usage.wait_seconds:g} s waited)"
+    return line
 
 
 def _recap(outcome: RunOutcome) -> None:
@@ -63,6 +76,8 @@ def _recap(outcome: RunOutcome) -> None:
         stdout.print(
             f"[{colour}]{result.status}[/] {result.task_id}#{result.attempt}{score}{limit}"
         )
+        for role, usage in sorted(result.usage.items()):
+            stdout.print(f"  {role}: {usage_line(usage)}", markup=False)
         if result.error is not None:
             stdout.print(f"  [{result.error.code}] {result.error.message}", markup=False)
             if result.error.hint:

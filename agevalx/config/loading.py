@@ -22,6 +22,7 @@ CUSTOM_CODES = frozenset(
         "invalid_format",
         "model_not_object",
         "model_option_flattened",
+        "retry_interval_not_configurable",
         "secret_in_config",
         "invalid_overlay_path",
         "invalid_path",

@@ -72,6 +72,13 @@ class RoleOptions(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _not_flattened(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "retry_interval_seconds" in data:
+            raise coded(
+                "retry_interval_not_configurable",
+                "options.retry_interval_seconds is not a setting: a failing model upstream "
+                "is retried every 60 s",
+                "remove it; options.upstream_stall_seconds bounds how long the retries go on",
+            )
         if isinstance(data, dict):
             for key in FLATTENED_MODEL_OPTIONS:
                 if key in data:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agevalx.environments.compose import ComposeProject
 from agevalx.environments.container import AttemptContainer, ContainerSpec
+from agevalx.environments.egress import EgressFence
 from agevalx.environments.engine import EnvironmentFailure, client
 
 
@@ -44,6 +45,8 @@ class AttemptEnvironment:
 
     container: AttemptContainer
     compose: ComposeProject | None = None
+    fence: EgressFence | None = None
+    """The `egress: llm` fence the container sits behind, removed with it."""
 
     @classmethod
     def start(
@@ -54,10 +57,28 @@ class AttemptEnvironment:
         compose_source: Path | None = None,
         compose_project: str | None = None,
         prepare: Prepare | None = None,
+        fence: EgressFence | None = None,
     ) -> AttemptEnvironment:
         """Start the compose services (if any, as project `compose_project` when given), then
         the attempt container, then `prepare` it, all within `seconds`; a failure removes
-        what was started. The sidecars carry the spec's labels."""
+        what was started (`fence` included). The sidecars carry the spec's labels."""
+        try:
+            return cls._start(spec, seconds, compose_source, compose_project, prepare, fence)
+        except BaseException:
+            if fence is not None:
+                fence.close()
+            raise
+
+    @classmethod
+    def _start(
+        cls,
+        spec: ContainerSpec,
+        seconds: float,
+        compose_source: Path | None,
+        compose_project: str | None,
+        prepare: Prepare | None,
+        fence: EgressFence | None,
+    ) -> AttemptEnvironment:
         deadline = time.monotonic() + seconds
         _check_gpus(spec)
         if (
@@ -84,7 +105,7 @@ class AttemptEnvironment:
             if compose is not None:
                 compose.down()
             raise
-        environment = cls(container=container, compose=compose)
+        environment = cls(container=container, compose=compose, fence=fence)
         try:
             if compose is not None:
                 compose.attach(environment.container.id)
@@ -99,6 +120,8 @@ class AttemptEnvironment:
         self.container.remove()
         if self.compose is not None:
             self.compose.down()
+        if self.fence is not None:
+            self.fence.close()
 
 
 def _with_compose(spec: ContainerSpec, compose: ComposeProject | None) -> ContainerSpec:

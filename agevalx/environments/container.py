@@ -63,6 +63,9 @@ class ContainerSpec:
     name: str | None = None
     """The container's name (see `container_name`); generated from `name_hint` when None.
     The run stage names it itself, to journal the name before the container exists."""
+    host_gateway: bool = True
+    """Map `host.docker.internal` to the host; off behind an egress fence, whose proxy
+    answers that name."""
 
 
 def container_name(name_hint: str) -> str:
@@ -100,6 +103,8 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         arguments["network"] = spec.network
         if spec.network == "none":
             arguments.pop("extra_hosts")
+    if not spec.host_gateway:
+        arguments.pop("extra_hosts", None)
     if spec.user:
         arguments["user"] = spec.user
     if spec.cpus:

@@ -105,9 +105,17 @@ def _write_attempt_views(
 ) -> None:
     directory = make_dirs(attempt_dir(planned.dataset.root, result.attempt_id))
     if run is not None:
-        for output, name in (("activity", "activity.jsonl"), ("transcript", "transcript.jsonl")):
-            if output in run.outputs:
-                atomic_write(directory / name, store.get_bytes(run.outputs[output].digest))
+        views = (
+            ("activity", "activity.jsonl"),
+            ("transcript", "transcript.jsonl"),
+            ("model", "model.jsonl"),
+        )
+        for output, name in views:
+            if output not in run.outputs:
+                continue
+            data = store.get_bytes(run.outputs[output].digest)
+            if data or output != "model":  # no model.jsonl for a run without model traffic
+                atomic_write(directory / name, data)
         _write_artifacts(store, run, directory / ARTIFACTS_DIR)
     atomic_write(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
 

@@ -11,6 +11,7 @@ from agevalx.reports.models import AttemptRef, JobRef, Report, ReportRow
 from agevalx.reports.sources import Collected, collect
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import AttemptResult, JobSummary, TaskMetrics
+from agevalx.results.usage import ModelUsage, cost_per_pass, total_usage
 
 Scope = Literal["task", "overall"]
 Binding = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str | None], ...]]
@@ -79,7 +80,8 @@ def _task_row(task_id: str, binding: Binding, results: list[AttemptResult], k: i
     metrics = task_metrics(
         [r.status for r in ordered], [r.score for r in ordered], [r.limit for r in ordered], k
     )
-    return _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered])
+    usage = total_usage(u for r in ordered for u in r.usage.values())
+    return _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered], usage)
 
 
 def _overall_rows(tasks: list[ReportRow]) -> list[ReportRow]:
@@ -94,6 +96,7 @@ def _overall_rows(tasks: list[ReportRow]) -> list[ReportRow]:
             len(rows),
             overall_metrics([row.metrics for row in rows]),
             [attempt for row in rows for attempt in row.attempts],
+            total_usage(row.usage for row in rows if row.usage is not None),
         )
         for binding, rows in by_binding.items()
     ]
@@ -106,6 +109,7 @@ def _row(
     task_count: int,
     metrics: TaskMetrics,
     attempts: list[AttemptRef],
+    usage: ModelUsage | None,
 ) -> ReportRow:
     agents, models = binding
     return ReportRow(
@@ -119,6 +123,8 @@ def _row(
         metrics=metrics,
         config_digests=sorted({attempt.config_digest for attempt in attempts}),
         attempts=attempts,
+        usage=usage,
+        cost_per_pass=cost_per_pass(usage, metrics.passed),
     )
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from agevalx.results.models import Status, TaskMetrics
+from agevalx.results.usage import Cost, ModelUsage
 
 ReportFormat = Literal["table", "markdown", "csv", "json", "html"]
 FORMATS: tuple[ReportFormat, ...] = ("table", "markdown", "csv", "json", "html")
@@ -64,6 +65,10 @@ class ReportRow(ReportModel):
     """Lock digests of the attempts counted (sorted, distinct)."""
     attempts: list[AttemptRef]
     """The attempts counted, with their run and evaluate node keys."""
+    usage: ModelUsage | None = None
+    """The agents' model traffic summed over the attempts (None when none used a model)."""
+    cost_per_pass: Cost | None = None
+    """`usage.cost_usd` over the PASS attempts (None without a pass or without usage)."""
 
 
 class JobRef(ReportModel):

@@ -26,6 +26,7 @@ from agevalx.results.models import (
     TaskMetrics,
 )
 from agevalx.results.paths import attempt_id
+from agevalx.results.usage import cost_per_pass, total_usage
 from agevalx.runner.output import RunOutput
 
 ENVIRONMENT_CODES = frozenset(
@@ -92,6 +93,7 @@ def attempt_result(
         fields["limit"] = output.limit
         fields["forked_from"] = output.forked_from
         fields["invocations"] = output.invocations
+        fields["usage"] = output.model_usage
         seconds.update(output.seconds)
     evaluation = None
     if evaluate is not None:
@@ -180,6 +182,8 @@ def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: s
         )
         tasks[task_id] = _stopped_at_first_pass(metrics, k) if stops_at_pass else metrics
     slug = dataset.dataset_id.replace("/", "-")
+    usage = total_usage(usage for result in results for usage in result.usage.values())
+    passed = sum(1 for result in results if result.status == "PASS")
     return JobSummary(
         job_id=f"{slug}-{summary_key[:12]}",
         dataset_id=dataset.dataset_id,
@@ -187,6 +191,8 @@ def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: s
         tasks=tasks,
         overall=overall_metrics(list(tasks.values())),
         attempts=[attempt_index(result) for result in results],
+        usage=usage,
+        cost_per_pass=cost_per_pass(usage, passed),
         summary_key=summary_key,
         **dataset.summary_sections(plan.task_ids, results),
     )

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agevalx.results.usage import Cost, ModelUsage
+
 Status = Literal["PASS", "FAIL", "DONE", "ERROR"]
 """DONE: completed and scored without a pass/fail result (a fractional reward, one with
 several keys, or verification disabled)."""
@@ -99,6 +101,8 @@ class AttemptResult(ResultModel):
     artifacts: list[PublishedArtifact] = Field(default_factory=list)
     """What the run stage published (`artifacts.publishable`, or a Harbor task's collected
     artifacts); the files are in `.ageval/runs/<attempt_id>/artifacts/`."""
+    usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """Role -> the agent's model traffic through the gateway (tokens, cost, retries)."""
 
 
 class TaskMetrics(ResultModel):
@@ -149,5 +153,9 @@ class JobSummary(ResultModel):
     """Task-averaged pass@k / pass^k / avg@k; counts summed."""
     attempts: list[dict[str, Any]]
     """Index of attempts: task, attempt, status, score, attempt_id, result path."""
+    usage: ModelUsage | None = None
+    """The agents' model traffic summed over every attempt (None when no role used a model)."""
+    cost_per_pass: Cost | None = None
+    """`usage.cost_usd` divided by the PASS attempts (None without a pass)."""
     summary_key: str
     """Key of the summary node (content-addressed: same key, same numbers)."""

@@ -36,6 +36,9 @@ class RunOutput(BaseModel):
     `/`); a restore puts it back there."""
     forked_from: dict[str, str] | None = None
     """For a fork: the source attempt and the checkpoint key it started from."""
+    model_usage: dict[str, dict[str, Any]] = {}
+    """Per role: what its model traffic through the gateway came to (requests, tokens,
+    `cost_usd` or `"unknown"`, retries, wait seconds)."""
 
     @property
     def roots(self) -> SnapshotRoots:

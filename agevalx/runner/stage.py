@@ -8,6 +8,8 @@ quotas, the committed image) is the same for all.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import shutil
 import socket
@@ -44,9 +46,13 @@ from agevalx.environments.container import (
     container_name,
     find_container,
 )
+from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
+from agevalx.gateway.attempt import AttemptRoutes
+from agevalx.gateway.recording import MODEL_TRAFFIC, TrafficLog
+from agevalx.gateway.server import shared_gateway
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
@@ -136,11 +142,14 @@ def start_environment(
     image: str,
     cache_dir: Path | None = None,
     record_names: RecordNames | None = None,
+    gateway_port: int | None = None,
 ) -> Workplace:
     """Environment stage: agent bundles, the container of `image` with the job's environment
     options and the format's settings, sidecars, and the format's preparation. The names are
     chosen first and handed to `record_names`, so that a process killed while starting them
-    leaves a record of what to look for."""
+    leaves a record of what to look for. `egress: none` starts the container without a
+    network; `egress: llm` behind a fence (see `environments.egress`) that lets it reach the
+    model gateway on `gateway_port` and the allowed hosts only."""
     lock = runtime.lock
     options = lock.binding.environment_options
     name = container_name(name_hint)
@@ -148,11 +157,13 @@ def start_environment(
     project = project_name() if compose is not None else None
     if record_names is not None:
         record_names(name, project)
+    egress = options.get("egress")
+    network = "none" if egress == "none" else options.get("network")
     base = ContainerSpec(
         image=image,
         name_hint=name_hint,
         name=name,
-        network=options.get("network"),
+        network=network,
         user=options.get("user"),
         platform=options.get("platform"),
         labels=((ATTEMPT_LABEL, label),),
@@ -160,12 +171,28 @@ def start_environment(
     )
     workdir = runtime.workdir(image)
     spec = runtime.container_spec(base)
+    fence = None
+    if egress == "llm":
+        allow = allowed_hosts(
+            [profile.get("base_url") for profile in profiles(lock).values()],
+            options.get("egress_allow") or [],
+        )
+        fence = EgressFence.create(
+            allow, gateway_port=gateway_port, outside=network, labels={ATTEMPT_LABEL: label}
+        )
+        spec = dataclasses.replace(
+            spec,
+            network=fence.network,
+            host_gateway=False,
+            environment=(*spec.environment, *fence.environment),
+        )
     environment = AttemptEnvironment.start(
         spec,
         lock.task.limits.environment_seconds,
         compose_source=compose,
         compose_project=project,
         prepare=lambda started, deadline: runtime.prepare(started, workdir, deadline),
+        fence=fence,
     )
     names = tuple(name for name, _ in spec.environment)
     return Workplace(environment=environment, workdir=workdir, environment_names=names)
@@ -189,10 +216,11 @@ class _Invoker:
 
     def __call__(self, role: str, prompt: str, index: int) -> InvocationResult:
         run = self.run
-        profile = profiles(run.lock)[role]
+        profile = run.routes.profile(role, profiles(run.lock)[role])
         executor = run.executors.get(profile["executor"])
         if executor is None:
             raise AgevalError("executor_unavailable", f"no {profile['executor']} executor")
+        environ = {**run.runtime.agent_environment(), **_agent_environment(profile)}
 
         invocation = Invocation(
             role=role,
@@ -204,7 +232,7 @@ class _Invoker:
             deadline=run.quotas.deadline,
             record=run.journal.recorder(role, index),
             transcript=run.transcript,
-            environ={**run.runtime.agent_environment(), **_agent_environment(profile)},
+            environ=run.routes.environ(role, environ),
             task_dir=str(run.task_dir),
             oracle=self.oracle() if profile["executor"] == "oracle" else None,
         )
@@ -219,9 +247,12 @@ class _Invoker:
         try:
             result = executor.invoke(invocation)
         except WallTimeExceeded:
+            run.routes.check(role, out_of_time=True)
             raise QuotaExhausted("wall_time_seconds") from None
         except AgentError as exc:
+            run.routes.check(role)
             raise AgevalError(exc.code, exc.message, hint=exc.stderr_tail[-800:] or None) from None
+        run.routes.check(role)
         entry = run.journal.append(
             "invocation",
             role=role,
@@ -276,6 +307,8 @@ class _RunState:
     checkpoint: str | None = None
     """Key of the last checkpoint taken before this process (resume), if any."""
     transcript_lines: list[dict[str, Any]] = field(default_factory=list)
+    routes: AttemptRoutes = field(default_factory=AttemptRoutes.none)
+    """The attempt's model gateway routes."""
 
     @property
     def lock(self) -> TaskLock:
@@ -354,6 +387,7 @@ def _fresh_environment(
     runtime: TaskRuntime,
     point: ResumePoint | None,
     record_names: RecordNames,
+    gateway_port: int | None,
 ) -> Workplace:
     """A new environment, with the last checkpoint (if any) restored into it."""
     place = start_environment(
@@ -363,6 +397,7 @@ def _fresh_environment(
         image_reference(context, node),
         context.store.root,
         record_names,
+        gateway_port,
     )
     checkpoint = point.checkpoint if point else None
     if checkpoint:
@@ -392,10 +427,27 @@ def _collect_artifacts(
 def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     """Environment stage + run stage of one attempt; stores activity and final snapshots.
 
-    With `node.payload["resume"]`, an interrupted attempt continues from its journal.
+    With `node.payload["resume"]`, an interrupted attempt continues from its journal. Roles
+    with a model `base_url` talk to it through the process's model gateway (`gateway`).
     """
     assert node.task_id is not None and node.attempt is not None
     lock = task_lock(context, node.task_id)
+    with contextlib.ExitStack() as stack:
+        routes = AttemptRoutes.none()
+        if any(profile.get("base_url") for profile in profiles(lock).values()):
+            gateway = stack.enter_context(shared_gateway())
+            runtime = dataset_of(context.plan).runtime(lock)
+            directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
+            log = TrafficLog(directory / MODEL_TRAFFIC, Redactor(runtime.secret_values()))
+            routes = AttemptRoutes(gateway, profiles(lock), log)
+            stack.callback(routes.close)
+        return _run_attempt(node, context, lock, routes)
+
+
+def _run_attempt(
+    node: Node, context: ExecutionContext, lock: TaskLock, routes: AttemptRoutes
+) -> NodeResult:
+    assert node.task_id is not None and node.attempt is not None
     runtime = dataset_of(context.plan).runtime(lock)
     directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
     previous = read_attempt(directory) if node.payload.get("resume") else None
@@ -444,7 +496,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             record.container_name, record.compose_project = name, project
             write_attempt(directory, record)
 
-        place = _fresh_environment(node, context, runtime, point, record_names)
+        place = _fresh_environment(node, context, runtime, point, record_names, routes.gateway_port)
     container = place.container
     record.container_id, record.run_started = container.id, time.time()
     write_attempt(directory, record)
@@ -466,6 +518,7 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             executors=executors(),
             replayer=Replayer.from_point(point),
             checkpoint=(point.checkpoint or {}).get("key") if point else None,
+            routes=routes,
         )
         started = time.monotonic()
         pending = point.unsnapshotted() if point else None
@@ -493,6 +546,11 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             "home": OutputRef(digest=final.home, type="tree"),
             "artifacts": OutputRef(digest=artifacts, type="tree"),
         }
+        traffic = routes.log.path if routes.log is not None else None
+        if traffic is not None and traffic.is_file():
+            outputs["model"] = OutputRef(digest=context.store.put_file(traffic), type="blob")
+        else:
+            outputs["model"] = OutputRef(digest=context.store.put_bytes(b""), type="blob")
     output = RunOutput(
         attempt_id=attempt_id(node),
         limit=limit,
@@ -505,5 +563,6 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
         forked_from=(
             {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
         ),
+        model_usage=routes.summary(),
     )
     return NodeResult(outputs=outputs, meta=output.meta())

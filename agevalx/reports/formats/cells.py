@@ -42,6 +42,18 @@ def limits(row: ReportRow) -> str:
     return ", ".join(f"{name}={hit[name]}" for name in sorted(hit)) or "-"
 
 
+def tokens(row: ReportRow) -> str:
+    """`prompt/completion` tokens (`-` when no role used a model)."""
+    usage = row.usage
+    return "-" if usage is None else f"{usage.prompt_tokens}/{usage.completion_tokens}"
+
+
+def dollars(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else f"{value:.6f}"
+
+
 def config(row: ReportRow) -> str:
     return ", ".join(digest[:KEY_PREFIX] for digest in row.config_digests)
 
@@ -68,6 +80,9 @@ def columns(report: Report, scope: str) -> list[Column]:
         Column(f"pass^{k}", lambda row: number(row.metrics.pass_hat_k), numeric=True),
         Column("avg score", lambda row: number(row.metrics.avg_score), numeric=True),
         Column("limits hit", limits),
+        Column("tokens in/out", tokens, numeric=True),
+        Column("cost $", lambda row: dollars(row.usage.cost_usd if row.usage else None), True),
+        Column("cost/PASS $", lambda row: dollars(row.cost_per_pass), numeric=True),
         Column("config", config),
     ]
     return [*lead, *names, *counts]

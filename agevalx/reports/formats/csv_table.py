@@ -21,6 +21,10 @@ def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
 
 
+def _cost(value: float | str | None) -> str:
+    return value if isinstance(value, str) else _number(value)
+
+
 def _keys(row: ReportRow, pick: Callable[..., str | None]) -> str:
     return " ".join(pick(attempt) or "-" for attempt in row.attempts)
 
@@ -43,6 +47,12 @@ FIELDS: dict[str, Callable[[ReportRow], str]] = {
     "limits": lambda row: text(
         ";".join(f"{name}={count}" for name, count in sorted(row.metrics.limits.items()))
     ),
+    "prompt_tokens": lambda row: str(row.usage.prompt_tokens) if row.usage else "",
+    "completion_tokens": lambda row: str(row.usage.completion_tokens) if row.usage else "",
+    "cached_tokens": lambda row: str(row.usage.cached_tokens) if row.usage else "",
+    "requests": lambda row: str(row.usage.requests) if row.usage else "",
+    "cost_usd": lambda row: _cost(row.usage.cost_usd if row.usage else None),
+    "cost_per_pass": lambda row: _cost(row.cost_per_pass),
     "config_digests": lambda row: text(" ".join(row.config_digests)),
     "run_keys": lambda row: text(_keys(row, lambda a: a.run_key)),
     "evaluate_keys": lambda row: text(_keys(row, lambda a: a.evaluate_key)),

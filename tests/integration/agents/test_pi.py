@@ -99,6 +99,14 @@ def mock_llm() -> Iterator[MockLLM]:
         yield server
 
 
+@pytest.fixture
+def loopback_llm() -> Iterator[MockLLM]:
+    """A mock on the host's loopback: through the gateway, `localhost` in a profile is the
+    host's own, which containers cannot reach but the gateway does."""
+    with MockLLM(SCRIPT) as server:
+        yield server
+
+
 def _mounts_supported() -> bool:
     return "mounts" in {spec_field.name for spec_field in dataclasses.fields(ContainerSpec)}
 
@@ -186,9 +194,10 @@ def test_pi_writes_a_file_through_the_cli(
     capsys: pytest.CaptureFixture[str],
     bundles_env: bundles.Bundle,
     secret: str,
-    mock_llm: MockLLM,
+    loopback_llm: MockLLM,
     pi_bundles_dir: Path,
 ) -> None:
+    mock_llm = loopback_llm
     started_at = time.time()
     dataset = copy_dataset(DATASET)
     profiles = dataset / "profiles.yaml"
@@ -231,7 +240,9 @@ def test_pi_writes_a_file_through_the_cli(
     assert shown[0] == "made-by-pi"
     provider = json.loads(shown[1])["providers"]["ageval"]
     assert provider["apiKey"] == "$AGEVAL_API_KEY"
-    assert provider["baseUrl"] == f"http://host.docker.internal:{mock_llm.port}/v1"
+    gateway_port = int(provider["baseUrl"].split(":")[2].split("/")[0])
+    assert provider["baseUrl"] == f"http://host.docker.internal:{gateway_port}/v1"
+    assert gateway_port != mock_llm.port, "pi talks to the gateway, not to the model"
     assert shown[2].strip() == "0", "no bundle file may reach the committed image"
     leaked_in_image = subprocess.run(
         ["docker", "run", "--rm", image, "grep", "-rlF", secret, "/attempt"],

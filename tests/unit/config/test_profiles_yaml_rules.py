@@ -694,3 +694,17 @@ def test_a_named_effort_for_an_unpinned_model_is_kept(make_dataset, lock_documen
     model = {"id": "my-local-model", "reasoning": {"effort": "turbo"}}
 
     assert role(lock_document(make_dataset(profiles=solver(model=model))))["model"] == model
+
+
+@pytest.mark.parametrize("value", [60, 5, "60"])
+def test_a_retry_interval_in_options_is_refused_not_locked(make_dataset, lock_fails, value):
+    ds = make_dataset(profiles=solver(options={"retry_interval_seconds": value}))
+
+    error = lock_fails(ds)
+
+    assert (error.code, error.file, error.field) == (
+        "retry_interval_not_configurable",
+        profiles_file(ds),
+        "agent_profiles.solver.options",
+    )
+    assert error.hint and "upstream_stall_seconds" in error.hint

@@ -1,0 +1,60 @@
+"""`ageval mock-model`."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+import yaml
+
+from agevalx.agents.mockllm import MockLLM, MockLLMError
+from agevalx.cli.render import stdout
+from agevalx.errors import UsageError
+
+ScriptArgument = Annotated[
+    Path, typer.Argument(help="A YAML or JSON list of replies (see docs/agents.md).")
+]
+PortOption = Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on.")]
+HostOption = Annotated[
+    str, typer.Option("--host", help="Loopback address or the Docker bridge gateway.")
+]
+CostOption = Annotated[
+    Optional[float],  # noqa: UP045 - typer needs Optional here
+    typer.Option("--cost", min=0, help="Report this provider cost (USD) with every reply."),
+]
+
+
+def _script(path: Path) -> list[Any]:
+    try:
+        value = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError("mock_script_invalid", f"cannot read {path}: {exc}") from None
+    if not isinstance(value, list):
+        raise UsageError("mock_script_invalid", f"{path} is not a list of replies")
+    return value
+
+
+def mock_model(
+    script: ScriptArgument,
+    port: PortOption = 8000,
+    host: HostOption = "127.0.0.1",
+    cost: CostOption = None,
+) -> None:
+    """Serve a scripted OpenAI-compatible model (chat completions, streamed or not) until
+    interrupted: a model for trying ageval out and for tests, no API key needed."""
+    try:
+        server = MockLLM(_script(script), host=host, port=port, cost=cost).start()
+    except MockLLMError as exc:
+        raise UsageError("mock_script_invalid", str(exc), hint="see docs/agents.md") from None
+    except OSError as exc:
+        message = f"cannot listen on {host}:{port}: {exc}"
+        raise UsageError("mock_port_unavailable", message) from None
+    stdout.print(f"mock model on {server.url} (Ctrl-C stops it)", markup=False)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()

@@ -1,0 +1,114 @@
+"""The gateway routes of one attempt: one per role that talks to a model.
+
+A role whose locked profile has a `base_url` gets a route; its agent is handed the gateway's
+address (as the container sees the host, `host.docker.internal`) as `base_url` and the route's
+token as `AGEVAL_API_KEY`. The real key (resolved from the profile's `${VAR}` here, at run
+time) is given only to the gateway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agevalx.config.secrets import resolve_reference
+from agevalx.errors import AgevalError
+from agevalx.gateway.recording import TrafficLog
+from agevalx.gateway.server import UNAVAILABLE, Gateway, Route, Upstream
+
+CONTAINER_HOST = "host.docker.internal"
+"""The host as attempt containers see it; with `egress: llm` the fence's proxy answers it."""
+
+
+def upstream_of(profile: Mapping[str, Any]) -> Upstream | None:
+    """The upstream of a role's locked profile, or None when it names no `base_url`."""
+    base_url = profile.get("base_url")
+    if not base_url:
+        return None
+    model = profile.get("model") or {}
+    options = profile.get("options") or {}
+    key = profile.get("api_key")
+    return Upstream(
+        base_url=str(base_url),
+        api_key=resolve_reference(key) if key else None,
+        timeout=model.get("timeout"),
+        watchdog=model.get("watchdog"),
+        stall_seconds=float(options.get("upstream_stall_seconds", 3600)),
+    )
+
+
+class AttemptRoutes:
+    """Routes of an attempt's model roles, registered on `gateway` until `close`."""
+
+    def __init__(
+        self,
+        gateway: Gateway | None,
+        profiles: Mapping[str, Mapping[str, Any]],
+        log: TrafficLog | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.log = log
+        """The attempt's `model.jsonl`, when its traffic is recorded."""
+        self.routes: dict[str, Route] = {}
+        for role, profile in profiles.items():
+            upstream = upstream_of(profile) if gateway is not None else None
+            if gateway is not None and upstream is not None:
+                recorder = None if log is None else log.recorder(role)
+                self.routes[role] = gateway.register(upstream, recorder)
+
+    @classmethod
+    def none(cls) -> AttemptRoutes:
+        """No gateway: every role's agent gets its profile as it is."""
+        return cls(None, {})
+
+    @property
+    def gateway_port(self) -> int | None:
+        return None if self.gateway is None else self.gateway.port
+
+    def profile(self, role: str, profile: dict[str, Any]) -> dict[str, Any]:
+        """`profile` as the agent gets it: its `base_url` pointed at the gateway."""
+        route = self.routes.get(role)
+        if route is None or self.gateway is None:
+            return profile
+        return {**profile, "base_url": self.gateway.base_url(route, CONTAINER_HOST)}
+
+    def environ(self, role: str, environ: dict[str, str]) -> dict[str, str]:
+        """The agent's variables: the route's token instead of the key, the gateway's URL."""
+        route = self.routes.get(role)
+        if route is None or self.gateway is None:
+            return environ
+        return {
+            **environ,
+            "AGEVAL_API_KEY": route.token,
+            "AGEVAL_BASE_URL": self.gateway.base_url(route, CONTAINER_HOST),
+        }
+
+    def check(self, role: str, *, out_of_time: bool = False) -> None:
+        """Raise the upstream failure the role's agent met, as an infrastructure error; with
+        `out_of_time` (the wall time ran out), also when a request was still held waiting
+        for a failing upstream."""
+        route = self.routes.get(role)
+        if route is None:
+            return
+        if out_of_time and route.stats.waiting and route.stats.failure is None:
+            route.stats.failure = UNAVAILABLE
+            route.stats.failure_message = (
+                "the wall time ran out while the model upstream was failing: "
+                + route.stats.failure_message
+            )
+        if route.stats.failure is not None:
+            raise AgevalError(
+                route.stats.failure,
+                route.stats.failure_message,
+                hint="the model provider did not answer; this is not the agent's failure. "
+                "Re-run later, or raise options.upstream_stall_seconds",
+            )
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per role: requests, tokens, cost, retries and wait time."""
+        return {role: route.stats.summary() for role, route in self.routes.items()}
+
+    def close(self) -> None:
+        if self.gateway is not None:
+            for route in self.routes.values():
+                self.gateway.unregister(route)

@@ -1,0 +1,394 @@
+"""The model gateway: a host-side HTTP server between agents and their model providers.
+
+ageval starts one gateway per process while a run needs it (`shared_gateway`) and gives each
+attempt's model role a route: a random per-attempt token plus the upstream (the profile's
+`base_url`, the real API key, `model.timeout`, `model.watchdog`, the stall budget). The
+agent is configured with the gateway's address and the token as its API key; the gateway
+finds the route by the token (`Authorization: Bearer` or Anthropic's `x-api-key`), puts the
+real key in its place and forwards the request to `<base_url origin><request path>`. The real
+key stays in this process: it never enters the attempt container.
+
+The gateway relays any path, so OpenAI chat completions, OpenAI responses and Anthropic
+messages all pass, streamed (server-sent events, relayed chunk by chunk) or not. The usage
+of each response is read on the way (`usage`).
+
+Stalls: a connect error, a timeout, a 5xx or a 429 before the response starts holds the
+agent's request and retries the upstream every `RETRY_INTERVAL_SECONDS` (or after a longer
+`Retry-After`) until `upstream_stall_seconds` have passed (0: fail at once). Then the agent
+gets a 503 and the route records `model_upstream_unavailable`, which the run stage turns into
+an infrastructure ERROR. `model.timeout` bounds one upstream request (the stream included);
+`model.watchdog` bounds the silence between two pieces of a response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp import web
+
+from agevalx.gateway.recording import TrafficRecorder
+from agevalx.gateway.usage import RouteStats, UsageReader
+
+RETRY_INTERVAL_SECONDS = 60.0
+"""Seconds between two tries of a failing upstream (fixed by the spec; tests patch it)."""
+
+TOKEN_PREFIX = "ageval-gw-"
+UNAVAILABLE = "model_upstream_unavailable"
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "content-encoding",
+        "accept-encoding",
+        "authorization",
+        "x-api-key",
+    }
+)
+MAX_BODY_BYTES = 64 * 1024 * 1024
+SHUTDOWN_SECONDS = 2.0
+"""How long a stopping gateway lets requests still in flight finish."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a route's requests go and how long they may take."""
+
+    base_url: str
+    api_key: str | None = None
+    timeout: float | None = None
+    """`model.timeout`: seconds one upstream request may take."""
+    watchdog: float | None = None
+    """`model.watchdog`: seconds of silence allowed inside a response."""
+    stall_seconds: float = 3600
+    """`options.upstream_stall_seconds`: how long a failing upstream is retried."""
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.base_url).path.rstrip("/")
+
+
+@dataclass
+class Route:
+    """One attempt's role: its token, its upstream and its figures."""
+
+    token: str
+    upstream: Upstream
+    stats: RouteStats = field(default_factory=RouteStats)
+    recorder: TrafficRecorder | None = None
+    """Where its requests and responses are recorded (`model.jsonl`), if anywhere."""
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A `Retry-After` header (seconds or an HTTP date) in seconds from now."""
+    if not value:
+        return None
+    value = value.strip()
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(value))
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+class Gateway:
+    """The server. `start()` runs it on its own event loop thread; `stop()` ends it."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self._port = port
+        self._routes: dict[str, Route] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    # --- routes ----------------------------------------------------------------------------
+
+    def register(self, upstream: Upstream, recorder: TrafficRecorder | None = None) -> Route:
+        token = TOKEN_PREFIX + secrets.token_hex(16)
+        route = Route(token=token, upstream=upstream, recorder=recorder)
+        with self._lock:
+            self._routes[route.token] = route
+        return route
+
+    def unregister(self, route: Route) -> None:
+        with self._lock:
+            self._routes.pop(route.token, None)
+
+    def base_url(self, route: Route, host: str | None = None) -> str:
+        """The URL an agent is given for `route` (the upstream's path on the gateway)."""
+        name = host or self.host
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(name).version == 6:
+                name = f"[{name}]"
+        return f"http://{name}:{self.port}{route.upstream.path}"
+
+    @property
+    def port(self) -> int:
+        if self._runner is None:
+            raise RuntimeError("the gateway is not running")
+        return self._bound_port
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Gateway:
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._open())
+            except BaseException as exc:
+                failure.append(exc)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            loop.run_forever()
+            loop.run_until_complete(self._close())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="ageval.gateway", daemon=True)
+        self._thread.start()
+        started.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self._loop = None
+        self._thread = None
+        self._runner = None
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def _open(self) -> None:
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_SECONDS
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self._port)
+        await site.start()
+        self._bound_port = int(runner.addresses[0][1])
+        self._runner = runner
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=60)
+        self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+
+    async def _close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    # --- relaying --------------------------------------------------------------------------
+
+    def _route_of(self, request: web.Request) -> tuple[Route | None, str]:
+        authorization = request.headers.get("Authorization", "")
+        if authorization.lower().startswith("bearer "):
+            token, style = authorization[7:].strip(), "bearer"
+        else:
+            token, style = request.headers.get("x-api-key", "").strip(), "x-api-key"
+        with self._lock:
+            return self._routes.get(token), style
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        route, style = self._route_of(request)
+        if route is None:
+            return _error(401, "gateway_token_unknown", "unknown gateway token")
+        if route.stats.failure == UNAVAILABLE:  # the attempt is lost already: hold no more
+            return _error(503, UNAVAILABLE, route.stats.failure_message)
+        body = await request.read()
+        upstream = route.upstream
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        if upstream.api_key:
+            if style == "bearer":
+                headers["Authorization"] = f"Bearer {upstream.api_key}"
+            else:
+                headers["x-api-key"] = upstream.api_key
+        url = upstream.origin + request.path_qs
+        model = _requested_model(body)
+        began = time.monotonic()
+        held = False
+        try:
+            while True:
+                try:
+                    return await self._forward(request, route, url, headers, body, model)
+                except _Retry as retry:
+                    if not held:
+                        held = True
+                        route.stats.waiting += 1
+                    wait = await self._wait(route, retry, time.monotonic() - began)
+                if wait is not None:
+                    return wait
+        finally:
+            if held:
+                route.stats.waiting -= 1
+
+    async def _wait(self, route: Route, retry: _Retry, elapsed: float) -> web.Response | None:
+        """Sleep until the next try; past the stall budget, the answer to give instead."""
+        upstream = route.upstream
+        wait = max(RETRY_INTERVAL_SECONDS, retry.retry_after or 0.0)
+        route.stats.failure_message = (
+            f"the model upstream {upstream.origin} failed ({retry.reason}) and did not "
+            f"recover within upstream_stall_seconds={upstream.stall_seconds:g} "
+            f"({route.stats.retries} retries)"
+        )
+        if elapsed + wait > upstream.stall_seconds:
+            route.stats.failure = UNAVAILABLE
+            return _error(503, UNAVAILABLE, route.stats.failure_message)
+        route.stats.retries += 1
+        route.stats.wait_seconds += wait
+        await asyncio.sleep(wait)
+        return None
+
+    async def _forward(
+        self,
+        request: web.Request,
+        route: Route,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        model: str | None,
+    ) -> web.StreamResponse:
+        assert self._session is not None
+        upstream = route.upstream
+        timeout = aiohttp.ClientTimeout(
+            total=upstream.timeout, sock_read=upstream.watchdog, sock_connect=upstream.timeout
+        )
+        try:
+            response = await self._session.request(
+                request.method, url, data=body, headers=headers, timeout=timeout
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise _Retry(f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
+        async with response:
+            if response.status == 429 or response.status >= 500:
+                await response.read()
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                raise _Retry(f"HTTP {response.status}", retry_after)
+            reader = UsageReader()
+            out_headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP}
+            stream = response.content_type == "text/event-stream"
+            if not stream:
+                try:
+                    data = await response.read()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise _Retry(f"{type(exc).__name__} reading the response") from None
+                with contextlib.suppress(ValueError):
+                    reader.feed_json(json.loads(data))
+                if request.method == "POST":
+                    route.stats.add(reader.usage(), model)
+                if route.recorder is not None:
+                    route.recorder.record(request.method, request.path, body, response.status, data)
+                return web.Response(status=response.status, body=data, headers=out_headers)
+            relay = web.StreamResponse(status=response.status, headers=out_headers)
+            await relay.prepare(request)
+            try:
+                async for piece in response.content.iter_any():
+                    reader.feed_stream(piece)
+                    await relay.write(piece)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                route.stats.add(reader.usage(), model)
+                route.stats.failure_message = f"the upstream stream broke: {exc!r}"
+                raise ConnectionResetError("upstream stream broke") from None
+            route.stats.add(reader.usage(), model)
+            if route.recorder is not None:
+                route.recorder.record(
+                    request.method, request.path, body, response.status, reader.stream_bytes
+                )
+            await relay.write_eof()
+            return relay
+
+
+def _requested_model(body: bytes) -> str | None:
+    try:
+        value = json.loads(body) if body else None
+    except ValueError:
+        return None
+    model = value.get("model") if isinstance(value, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    document = {"error": {"message": message, "type": "ageval_gateway", "code": code}}
+    return web.Response(status=status, text=json.dumps(document), content_type="application/json")
+
+
+# --- one gateway per process while runs need it ---------------------------------------------
+
+_shared: Gateway | None = None
+_users = 0
+_shared_lock = threading.Lock()
+
+
+def gateway_host() -> str:
+    """Where the gateway listens: the Docker bridge gateway (attempt containers reach it as
+    `host.docker.internal`), loopback when there is no engine."""
+    from agevalx.agents.mockllm import bridge_gateway
+
+    return bridge_gateway()
+
+
+@contextlib.contextmanager
+def shared_gateway() -> Iterator[Gateway]:
+    """The process's gateway, started by the first user and stopped by the last."""
+    global _shared, _users
+    with _shared_lock:
+        if _shared is None:
+            _shared = Gateway(host=gateway_host()).start()
+        _users += 1
+        gateway = _shared
+    try:
+        yield gateway
+    finally:
+        with _shared_lock:
+            _users -= 1
+            if _users == 0 and _shared is not None:
+                _shared.stop()
+                _shared = None

@@ -1,0 +1,196 @@
+"""Token usage and cost of model responses, per request and summed per attempt and role.
+
+Usage is read from what the provider reports: OpenAI chat completions (`usage.prompt_tokens`,
+`completion_tokens`, `prompt_tokens_details.cached_tokens`), OpenAI responses
+(`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`, also inside a
+streamed `response.completed` event) and Anthropic messages (`input_tokens`, `output_tokens`,
+`cache_read_input_tokens`, from `message_start` and `message_delta` when streamed).
+The cost is the provider's own (`usage.cost`, as OpenRouter-style gateways report it) when
+present, else computed from the price table shipped beside the model pins
+(`agevalx/config/prices.yaml`); a model without a price has cost `"unknown"`, never 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field
+
+from agevalx.config.common import StrictModel
+
+PRICES_FILE = Path(__file__).parent.parent / "config" / "prices.yaml"
+UNKNOWN: Literal["unknown"] = "unknown"
+
+
+class ModelPrice(StrictModel):
+    """USD per million tokens of one model."""
+
+    input: float = Field(ge=0)
+    """Uncached prompt tokens."""
+    output: float = Field(ge=0)
+    """Completion tokens."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """Cached prompt tokens (the input price when not given)."""
+
+
+class PriceTable(StrictModel):
+    """The shipped price table."""
+
+    format: str = Field(pattern=r"^ageval\.prices/1$")
+    """Always `ageval.prices/1`."""
+    models: dict[str, ModelPrice]
+    """Prices by model id."""
+
+
+@cache
+def load_prices() -> PriceTable:
+    return PriceTable.model_validate(yaml.safe_load(PRICES_FILE.read_text(encoding="utf-8")))
+
+
+@dataclass
+class Usage:
+    """What one response reported."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float | None = None
+    """The provider's reported cost in USD, if it reported one."""
+    model: str | None = None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usage_fields(event: Any) -> dict[str, Any] | None:
+    if not isinstance(event, dict):
+        return None
+    for holder in (event, event.get("response"), event.get("message")):
+        if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
+            return dict(holder["usage"])
+    return None
+
+
+def _model_of(event: Any) -> str | None:
+    if not isinstance(event, dict):
+        return None
+    for holder in (event, event.get("response"), event.get("message")):
+        if isinstance(holder, dict) and isinstance(holder.get("model"), str):
+            return str(holder["model"])
+    return None
+
+
+class UsageReader:
+    """Collects the usage of one response from its JSON objects (one, or a stream's events);
+    a later report of a field replaces an earlier one (streams report running totals)."""
+
+    def __init__(self) -> None:
+        self._fields: dict[str, Any] = {}
+        self._model: str | None = None
+        self._pending = b""
+        self.stream_bytes = b""
+        """The stream as received (kept for the traffic record)."""
+
+    def feed_json(self, value: Any) -> None:
+        fields = _usage_fields(value)
+        if fields:
+            self._fields.update({key: item for key, item in fields.items() if item is not None})
+        self._model = _model_of(value) or self._model
+
+    def feed_stream(self, data: bytes) -> None:
+        """Server-sent events, in pieces as they arrive."""
+        self.stream_bytes += data
+        self._pending += data
+        *lines, self._pending = self._pending.split(b"\n")
+        for line in lines:
+            line = line.strip()
+            if line.startswith(b"data:"):
+                payload = line[5:].strip()
+                if payload and payload != b"[DONE]":
+                    try:
+                        self.feed_json(json.loads(payload))
+                    except ValueError:
+                        continue
+
+    def usage(self) -> Usage | None:
+        fields = self._fields
+        if not fields:
+            return None
+        prompt = _int(fields.get("prompt_tokens", fields.get("input_tokens"))) or 0
+        completion = _int(fields.get("completion_tokens", fields.get("output_tokens"))) or 0
+        details = fields.get("prompt_tokens_details") or fields.get("input_tokens_details") or {}
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+        if cached is None:
+            cached = _int(fields.get("cache_read_input_tokens"))
+        cost = fields.get("cost")
+        reported = float(cost) if isinstance(cost, int | float) and cost >= 0 else None
+        return Usage(prompt, completion, cached or 0, reported, self._model)
+
+
+def priced_cost(usage: Usage, model: str | None) -> float | None:
+    """The cost of `usage` from the price table; None when the model has no price."""
+    if usage.cost is not None:
+        return usage.cost
+    price = load_prices().models.get(model or "") if model else None
+    if price is None:
+        return None
+    cached = min(usage.cached_tokens, usage.prompt_tokens)
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    dollars = (
+        (usage.prompt_tokens - cached) * price.input
+        + cached * cached_price
+        + usage.completion_tokens * price.output
+    )
+    return dollars / 1_000_000
+
+
+@dataclass
+class RouteStats:
+    """Per attempt and role: what went through the gateway."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: float = 0.0
+    cost_unknown: bool = False
+    retries: int = 0
+    wait_seconds: float = 0.0
+    failure: str | None = None
+    """The code of an upstream failure the agent got (`model_upstream_unavailable`...)."""
+    failure_message: str = ""
+    waiting: int = 0
+    """Requests held right now, waiting for a failing upstream."""
+
+    def add(self, usage: Usage | None, model: str | None) -> None:
+        self.requests += 1
+        if usage is None:
+            self.cost_unknown = True
+            return
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cached_tokens += usage.cached_tokens
+        cost = priced_cost(usage, usage.model or model)
+        if cost is None:
+            self.cost_unknown = True
+        else:
+            self.cost += cost
+
+    def summary(self) -> dict[str, Any]:
+        """The figures written to result.json (`cost_usd` is `"unknown"` when any request's
+        cost is unknown)."""
+        return {
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost_usd": UNKNOWN if self.cost_unknown else round(self.cost, 8),
+            "retries": self.retries,
+            "wait_seconds": round(self.wait_seconds, 3),
+        }

@@ -22,6 +22,7 @@ from agevalx.config.task import CollectEntry
 from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.container import AttemptContainer, find_container
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.errors import AgevalError
 
 FILE, DIRECTORY = "file", "dir"
 """How one entry's copy is kept under `<index>/` of the collected tree."""
@@ -33,8 +34,8 @@ class CollectFailure(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     code: str
-    """`collect_command_failed`, `collect_timeout`, `collect_path_missing` or
-    `collect_service_missing`."""
+    """`collect_command_failed`, `collect_timeout`, `collect_path_missing`,
+    `collect_service_missing` or `collect_copy_failed`."""
     entry: str
     """The entry at fault, `evaluation.collect[<index>]`."""
     message: str
@@ -102,12 +103,19 @@ def collect(
         for index, entry in enumerate(entries):
             try:
                 _collect_one(environment, entry, default_timeout, root / str(index))
+            except AgevalError as exc:  # docker refused the copy, or the archive was unsafe
+                failure = _Failed("collect_copy_failed", f"{exc.code}: {exc.message}")
+                return None, _failure(index, entry, failure)
             except _Failed as exc:
-                name = f"evaluation.collect[{index}]"
-                where = f" of service {entry.service}" if entry.service else ""
-                message = f"{name} ({entry.path}{where}) could not be collected: {exc}"
-                return None, CollectFailure(code=exc.code, entry=name, message=message)
+                return None, _failure(index, entry, exc)
         return store.put_tree(root).digest, None
+
+
+def _failure(index: int, entry: CollectEntry, exc: _Failed) -> CollectFailure:
+    name = f"evaluation.collect[{index}]"
+    where = f" of service {entry.service}" if entry.service else ""
+    message = f"{name} ({entry.path}{where}) could not be collected: {exc}"
+    return CollectFailure(code=exc.code, entry=name, message=message)
 
 
 def place(container: AttemptContainer, entries: list[CollectEntry], collected: Path) -> None:

@@ -209,6 +209,36 @@ class AttemptContainer:
         )
         return ExecResult(exit_code=exit_code, output=output, timed_out=timed_out)
 
+    def exec_socket(
+        self,
+        argv: list[str],
+        *,
+        workdir: str = "/",
+        environment: dict[str, str] | None = None,
+        user: str | None = None,
+    ) -> tuple[str, Any]:
+        """Start `argv` with its stdin attached; its exec id and the raw socket (multiplexed
+        stdout/stderr frames to read, stdin to write). See `exit_code_of`."""
+        api = self._container.client.api
+        try:
+            exec_id = api.exec_create(
+                self.id,
+                argv,
+                stdin=True,
+                workdir=workdir,
+                environment={"HOME": HOME, **(environment or {})},
+                user=user or "",
+            )["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(
+                "exec_failed", f"docker exec failed: {exc.explanation}"
+            ) from None
+        return str(exec_id), getattr(sock, "_sock", sock)
+
+    def exit_code_of(self, exec_id: str) -> int:
+        return _exit_code(self._container.client.api, exec_id)
+
     def put_directory(self, source: Path, destination: str) -> None:
         """Copy a host directory to `destination` (created; its parent must exist).
 

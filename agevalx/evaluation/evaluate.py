@@ -7,6 +7,7 @@ session the verifier works in and stores what it returns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from agevalx.cache.manifest import OutputRef
@@ -16,7 +17,7 @@ from agevalx.formats.base import dataset_of
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
-from agevalx.images.build import reference_of
+from agevalx.images.build import environment_image, reference_of
 from agevalx.lockfile.node import task_lock
 from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_id
@@ -29,17 +30,19 @@ TRIALS_DIR = ".ageval/trials"
 
 def scoring_session(node: Node, context: ExecutionContext) -> ScoringSession:
     """The session scoring `node`'s run: its committed image, or the task image and the run's
-    cached snapshots, and the task's scoring images (its `scoring_image` parent)."""
+    cached snapshots, or the isolated scoring host (its `scoring_host` parent) and the cached
+    workspace; the run's collected paths; the task's scoring images (its `scoring_image`
+    parent)."""
     assert node.task_id is not None
+    task_id = node.task_id
     run_action = context.parent_result(node, "run")
     run = RunOutput.of(run_action)
     workspace, home = run_action.outputs["workspace"].digest, run_action.outputs["home"].digest
     artifacts = run_action.outputs["artifacts"].digest
     task_image = context.results.get(f"image:{node.task_id}")
-    scoring = next(
-        (parent for parent in context.parent_results(node) if parent.kind == "scoring_image"),
-        None,
-    )
+    parents = {parent.kind: parent for parent in context.parent_results(node)}
+    scoring, host = parents.get("scoring_image"), parents.get("scoring_host")
+    collected = run_action.outputs.get("collected")
     return ScoringSession(
         lock=task_lock(context, node.task_id),
         task_dir=context.plan.dataset.task_dir(node.task_id),
@@ -52,11 +55,22 @@ def scoring_session(node: Node, context: ExecutionContext) -> ScoringSession:
         trials_dir=context.plan.dataset.root / TRIALS_DIR,
         cache_dir=context.store.root,
         artifacts=lambda into: _restore_into(context, artifacts, into),
+        host_image=reference_of(context.store, host) if host else None,
+        restore_workspace=lambda container: restore(
+            container, context.store, workspace, None, run.roots
+        ),
+        collected=_restorer(context, collected.digest) if collected else None,
+        collect_failure=run.collect_failure,
+        environment_image=lambda name: environment_image(context, task_id, name),
     )
 
 
 def _restore_into(context: ExecutionContext, tree: str, into: Path) -> None:
     context.store.restore_tree(tree, into)
+
+
+def _restorer(context: ExecutionContext, tree: str) -> Callable[[Path], None]:
+    return lambda into: _restore_into(context, tree, into)
 
 
 def masked(result: EvaluationResult, secrets: list[str]) -> EvaluationResult:

@@ -1,11 +1,15 @@
 """An ageval task's verifier: its evaluator.py, run by a small stdlib-only runner.
 
 The scoring container is fresh: the committed image of the attempt container when this engine
-still has it, otherwise the task image with the cached workspace and home restored. Evaluator
-and task files enter it only now, after the run stage, into a directory made for this
-evaluation under a random name (`/.ageval-eval-<nonce>/`), so nothing the agent left can stand
-in for them or for the result. The runner runs on ageval's own Python, mounted read-only
-(`evaluation/runtime.py`), not the image's. /tmp is a tmpfs of evaluation.tmpfs_mb.
+still has it, otherwise the task image with the cached workspace and home restored; with
+`evaluate_host.isolated: true`, a scoring host of the official CPython image of
+`python_version` holding only the harvested workspace. The `evaluation.collect` copies are put
+at their paths. Evaluator and task files enter it only now, after the run stage, into a
+directory made for this evaluation under a random name (`/.ageval-eval-<nonce>/`), so nothing
+the agent left can stand in for them or for the result. In an attempt's container the runner
+runs on ageval's own Python, mounted read-only (`evaluation/runtime.py`), not the image's; in
+an isolated host (which the agent never touched) on the host's own CPython. It runs as
+evaluate_host's user (root when none is set). /tmp is a tmpfs of evaluation.tmpfs_mb.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ import json
 import shlex
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.runtime import EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
@@ -29,14 +35,43 @@ from agevalx.lockfile.models import TaskLock
 RUNNER = Path(__file__).with_name("runner_script.py")
 
 
+@dataclass(frozen=True)
+class HostPython:
+    """The isolated scoring host's own CPython (an official image nobody else touched)."""
+
+    version: str
+    """Its `major.minor` (evaluate_host's python_version)."""
+
+    def command(self, *arguments: str) -> list[str]:
+        return ["python3", "-s", *arguments]
+
+    @property
+    def environment(self) -> dict[str, str]:
+        return {"PYTHONNOUSERSITE": "1"}
+
+
+Python = EvaluatorRuntime | HostPython
+
+
+def scoring_network(host: dict[str, Any]) -> str | None:
+    """The scoring host's Docker network: `egress: none` is no network at all, else evaluate_
+    host's `network` (the engine's default when unset; never the agent's). Seam: `egress: llm`
+    and `egress_allow` are not enforced here yet; the egress proxy of the run stage is to
+    take the scoring host's options from here."""
+    if host.get("egress") == "none":
+        return "none"
+    network = host.get("network")
+    return str(network) if network is not None else None
+
+
 def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
     """The scoring container's settings: evaluate_host's options (user, platform and python
-    version inherited from the job, never its network), /tmp a tmpfs."""
+    version inherited from the job, never its network or egress), /tmp a tmpfs."""
     host = lock.binding.evaluate_host["environment_options"]
     return ContainerSpec(
         image="",
         name_hint=name_hint,
-        network=host.get("network"),
+        network=scoring_network(host),
         user=host.get("user") or lock.binding.environment_options.get("user"),
         tmpfs_mb=lock.task.evaluation.tmpfs_mb,
         platform=host.get("platform"),
@@ -44,7 +79,7 @@ def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
 
 
 def _context_document(
-    lock: TaskLock, run: RunFacts, private: str, runtime: EvaluatorRuntime
+    lock: TaskLock, run: RunFacts, private: str, runtime: Python
 ) -> dict[str, Any]:
     return {
         "evaluator": f"{private}/task/evaluator.py",
@@ -55,6 +90,7 @@ def _context_document(
         "limit": run.limit,
         "run": {"invocations": run.invocations, "limit": run.limit},
         "python_version": runtime.version,
+        "environments": sorted(lock.task.evaluation.environments),
     }
 
 
@@ -63,11 +99,14 @@ def evaluate_in(
     task_dir: Path,
     lock: TaskLock,
     run: RunFacts,
-    runtime: EvaluatorRuntime,
+    runtime: Python,
+    user: str | None = None,
+    hosts: ScoringHosts | None = None,
 ) -> dict[str, Any]:
-    """Copy the evaluator in, run it within evaluate_seconds, return its result document.
+    """Copy the evaluator in, run it as `user` (root when None) within evaluate_seconds,
+    return its result document.
 
-    The container must have `runtime` mounted."""
+    The container must have `runtime` mounted (or be a host whose python3 it is)."""
     private = f"/.ageval-eval-{uuid.uuid4().hex}"
     container.root_exec(f"mkdir -m 700 {private}")
     container.put_directory(task_dir, f"{private}/task")
@@ -79,13 +118,30 @@ def evaluate_in(
             "context.json": (json.dumps(context).encode(), 0o644),
         },
     )
+    if user:
+        container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
     command = runtime.command(
         f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
     )
-    result = container.exec(
-        shlex.join(command), timeout=seconds, user="root", environment=runtime.environment
-    )
+    if hosts is None:
+        result = container.exec(
+            shlex.join(command),
+            timeout=seconds,
+            user=user or "root",
+            environment=runtime.environment,
+        )
+    else:
+        result = exec_with_channel(
+            container,
+            command,
+            hosts.answer,
+            timeout=seconds,
+            user=user or "root",
+            environment=runtime.environment,
+        )
+        if hosts.failure is not None:
+            raise hosts.failure
     if result.timed_out:
         raise EnvironmentFailure(
             "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
@@ -106,16 +162,29 @@ def evaluate_in(
 
 
 class EvaluatorPy(Verifier):
-    """Scores with the task's evaluator.py in a container of the attempt's final filesystem."""
+    """Scores with the task's evaluator.py in a container of the attempt's final filesystem,
+    or in an isolated scoring host."""
 
     def verify(self, session: ScoringSession) -> EvaluationResult:
+        session.check_collection()
         started = time.monotonic()
-        runtime = evaluator_runtime(session.cache_dir)
         spec = scoring_spec(session.lock, f"eval-{session.attempt_id}")
-        spec = dataclasses.replace(spec, mounts=(*spec.mounts, runtime.mount))
-        container = session.attempt_container(spec)
+        runtime: Python
+        if session.host_image is None:
+            runtime = evaluator_runtime(session.cache_dir)
+            spec = dataclasses.replace(spec, mounts=(*spec.mounts, runtime.mount))
+        else:
+            host = session.lock.binding.evaluate_host["environment_options"]
+            runtime = HostPython(version=str(host.get("python_version", "3.12")))
+        container = session.scoring_container(spec)
+        hosts = None
+        names = sorted(session.lock.task.evaluation.environments)
+        if names and session.environment_image is not None:
+            hosts = ScoringHosts(names, session.environment_image, session.start, spec)
         try:
-            document = evaluate_in(container, session.task_dir, session.lock, session.run, runtime)
+            document = evaluate_in(
+                container, session.task_dir, session.lock, session.run, runtime, spec.user, hosts
+            )
         finally:
             session.discard(container)
         document["seconds"] = round(time.monotonic() - started, 3)

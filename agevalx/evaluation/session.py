@@ -2,13 +2,16 @@
 
 It offers the attempt's final filesystem as fresh containers (the run's committed image, or,
 where this engine no longer has it, the task image with the cached workspace and home
-restored), the images the task scores in, and a way to start further containers. Every
-container it starts is labelled with the attempt and removed when the session closes.
+restored), or, with `evaluate_host.isolated: true`, a fresh scoring host holding only the
+harvested workspace; in both, the `evaluation.collect` copies at their paths. It also offers
+the images the task scores in, and a way to start further containers. Every container it
+starts is labelled with the attempt and removed when the session closes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +19,12 @@ from pathlib import Path
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
 from agevalx.lockfile.models import TaskLock
+from agevalx.runner.collect import CollectFailure, place
 
 Restore = Callable[[AttemptContainer], None]
 """Puts an attempt's cached snapshots into a container of the task image."""
+RestoreTree = Callable[[Path], None]
+"""Puts a cached tree into an empty directory on the host."""
 
 
 @dataclass(frozen=True)
@@ -53,9 +59,20 @@ class ScoringSession:
     """Where verifiers that keep files on the host (verifier classes run there) write them."""
     cache_dir: Path | None = None
     """The cache in use (the evaluator's runtime is kept beside it)."""
-    artifacts: Callable[[Path], None] | None = None
+    artifacts: RestoreTree | None = None
     """Puts the artifacts collected after the run into an empty directory (None: none were
     collected, as for a replay: take them from `attempt_container`)."""
+    host_image: str | None = None
+    """The isolated scoring host's image (its `scoring_host` node); None: not isolated."""
+    restore_workspace: Restore | None = None
+    """Puts only the harvested workspace into a scoring host."""
+    collected: RestoreTree | None = None
+    """Puts the `evaluation.collect` copies into an empty directory (None: nothing collected)."""
+    environment_image: Callable[[str], str] | None = None
+    """The image of a scoring host of `evaluation.environments`, by name (raises
+    `scoring_host_unavailable`)."""
+    collect_failure: CollectFailure | None = None
+    """The collect entry that failed in the run stage: the evaluation is an ERROR."""
     _started: list[AttemptContainer] = field(default_factory=list)
 
     def attempt_container(
@@ -77,6 +94,35 @@ class ScoringSession:
         container = self.start(dataclasses.replace(spec, image=self.task_image))
         self.restore(container)
         return container
+
+    def scoring_container(self, base: ContainerSpec) -> AttemptContainer:
+        """The container an evaluator scores in: a fresh scoring host with the harvested
+        workspace when isolated, else `attempt_container`; then the collected paths."""
+        if self.host_image is None:
+            container = self.attempt_container(base)
+        else:
+            container = self.start(dataclasses.replace(base, image=self.host_image))
+            if self.restore_workspace is not None:
+                self.restore_workspace(container)
+        if self.collected is not None and self.lock.task.evaluation.collect:
+            with tempfile.TemporaryDirectory(prefix="ageval-collected-") as scratch:
+                local = Path(scratch) / "collected"
+                self.collected(local)
+                place(container, self.lock.task.evaluation.collect, local)
+        return container
+
+    def check_collection(self) -> None:
+        """Raise the run stage's `evaluation.collect` failure, if any: that evaluation is an
+        ERROR whose code and field name the entry."""
+        failure = self.collect_failure
+        if failure is not None:
+            raise EnvironmentFailure(
+                failure.code,
+                failure.message,
+                file=f"{self.lock.task_id}/task.yaml",
+                field=failure.entry,
+                hint="fix the entry in task.yaml (that re-runs the attempt), or use --fresh",
+            )
 
     def start(self, spec: ContainerSpec) -> AttemptContainer:
         """Start a container for scoring (labelled; removed when the session closes)."""

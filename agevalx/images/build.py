@@ -2,7 +2,8 @@
 
 The `image` node builds environment/Dockerfile (context: environment/), or uses the image
 named by `environment_options.image`; the `scoring_image` node builds or pulls the image the
-lock's `scoring_image` names (a Harbor task's separate verifier environment). An unchanged
+lock's `scoring_image` names (a Harbor task's separate verifier environment); the
+`scoring_host` node finds the official CPython image of an isolated scoring host. An unchanged
 context is a cache hit: never rebuilt.
 """
 
@@ -22,6 +23,7 @@ from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
+from agevalx.hashing import digest_json
 from agevalx.lockfile.node import task_lock
 
 REPOSITORY = "ageval/env"
@@ -68,12 +70,13 @@ def build(
     labels: dict[str, str],
     display: str,
     store: CacheStore,
+    dockerfile: str = "Dockerfile",
 ) -> str:
-    """Build `context_dir`/Dockerfile as `tag` (offline: `pull=False`); the image id."""
+    """Build `context_dir`/`dockerfile` as `tag` (offline: `pull=False`); the image id."""
     try:
         image, _ = client().images.build(
             path=str(context_dir),
-            dockerfile="Dockerfile",
+            dockerfile=dockerfile,
             tag=tag,
             rm=True,
             forcerm=True,
@@ -149,6 +152,83 @@ def execute_scoring_image(node: Node, context: ExecutionContext) -> NodeResult:
     return _result(image_id, tag, context)
 
 
+OFFICIAL_PYTHON = "python:{version}-slim"
+"""The official CPython image of a python_version minor."""
+
+
+def official_python(version: str, platform: str | None) -> tuple[str, str]:
+    """The reference and id of the official CPython image of `version`, pulled when this
+    engine lacks it; never another image in its place (`python_image_unavailable`)."""
+    reference = OFFICIAL_PYTHON.format(version=version)
+    if not image_exists(reference):
+        try:
+            client().images.pull(reference, platform=platform)
+        except docker.errors.DockerException as exc:
+            raise EnvironmentFailure(
+                "python_image_unavailable",
+                f"python_version {version} needs the official image {reference}, which this "
+                f"engine lacks and cannot pull: {str(exc)[:300]}",
+                field="evaluate_host.environment_options.python_version",
+                hint=f"where a registry is reachable: docker pull {reference} && docker save "
+                f"{reference} -o python.tar; here: docker load -i python.tar (ageval does not "
+                "fall back to another Python)",
+            ) from None
+    return reference, str(client().images.get(reference).id)
+
+
+@node_executor("scoring_host")
+def execute_scoring_host(node: Node, context: ExecutionContext) -> NodeResult:
+    assert node.task_id is not None
+    host = task_lock(context, node.task_id).binding.evaluate_host["environment_options"]
+    reference, image_id = official_python(
+        str(host.get("python_version", "3.12")), host.get("platform")
+    )
+    return _result(image_id, reference, context)
+
+
+def environment_image(context: ExecutionContext, task_id: str, name: str) -> str:
+    """The image of the task's scoring host `name` (evaluation.environments): its
+    `docker_image` when this engine has it, else its dockerfile built (tagged by the digests of
+    its context's files, so an unchanged one is built once), else its `docker_image` pulled.
+    Any failure is `scoring_host_unavailable`."""
+    lock = task_lock(context, task_id)
+    wanted = lock.task.evaluation.environments[name]
+    field = f"evaluation.environments.{name}"
+    try:
+        if wanted.docker_image is not None and image_exists(wanted.docker_image):
+            return wanted.docker_image
+        if wanted.dockerfile is not None:
+            folder, _, filename = wanted.dockerfile.rpartition("/")
+            prefix = f"{folder}/" if folder else ""
+            files = {path: entry.digest for path, entry in lock.files.items()}
+            inputs = {p: d for p, d in files.items() if p.startswith(prefix)}
+            key = digest_json({"dockerfile": wanted.dockerfile, "files": inputs})
+            tag = image_tag(key, SCORING_REPOSITORY)
+            if not image_exists(tag):
+                build(
+                    context.plan.dataset.task_dir(task_id) / folder,
+                    tag,
+                    platform=lock.binding.environment_options.get("platform"),
+                    build_args={},
+                    labels={f"{LABEL}.task": task_id, f"{LABEL}.scoring": name},
+                    display=f"{task_id}/{wanted.dockerfile}",
+                    store=context.store,
+                    dockerfile=filename,
+                )
+            return tag
+        assert wanted.docker_image is not None
+        use_named(wanted.docker_image, None, field=field)
+        return wanted.docker_image
+    except EnvironmentFailure as exc:
+        raise EnvironmentFailure(
+            "scoring_host_unavailable",
+            f"the scoring host {name!r} has no image: {exc.message}",
+            file=f"{task_id}/task.yaml",
+            field=field,
+            hint=exc.hint,
+        ) from None
+
+
 def reference_of(store: CacheStore, action: ActionManifest) -> str:
     """The image reference an image node's output names."""
     document = json.loads(store.get_bytes(action.outputs["image"].digest))
@@ -166,7 +246,7 @@ def image_still_present(action_meta: dict[str, Any]) -> bool:
     return isinstance(reference, str) and image_exists(reference)
 
 
-IMAGE_KINDS = ("image", "scoring_image")
+IMAGE_KINDS = ("image", "scoring_image", "scoring_host")
 
 
 def revalidate_images(planned: Plan) -> None:

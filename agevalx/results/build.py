@@ -43,10 +43,14 @@ ENVIRONMENT_CODES = frozenset(
 )
 
 
+SCORING_KINDS = frozenset({"evaluate", "scoring_image", "scoring_host"})
+"""Node kinds of the evaluate stage (a scoring image or host fails the evaluation)."""
+
+
 def _stage(kind: str, code: str) -> Any:
     if kind in ("lock", "image") or code in ENVIRONMENT_CODES:
         return "environment"
-    return "evaluate" if kind == "evaluate" else "run"
+    return "evaluate" if kind in SCORING_KINDS else "run"
 
 
 def attempt_nodes(plan: Plan, task_id: str, attempt: int) -> list[Node]:
@@ -120,7 +124,8 @@ def attempt_result(
                 ),
             )
     else:
-        failed = next((n for n in nodes if n.id in errors), None)
+        scoring = [plan.node(name) for name in plan.graph.predecessors(nodes[3].id)]
+        failed = next((n for n in [*nodes, *scoring] if n.id in errors), None)
         error = errors[failed.id] if failed else None
         code = error.code if error else "not_computed"
         fields.update(

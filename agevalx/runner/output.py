@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.environments.container import HOME, WORKSPACE
+from agevalx.runner.collect import CollectFailure
 from agevalx.runner.snapshot import SnapshotRoots
 
 
@@ -34,6 +35,8 @@ class RunOutput(BaseModel):
     workspace_root: str = WORKSPACE
     """Where the `workspace` tree was taken (the agent's working directory, unless that is
     `/`); a restore puts it back there."""
+    collect_failure: CollectFailure | None = None
+    """The `evaluation.collect` entry that could not be collected (its evaluate is ERROR)."""
     forked_from: dict[str, str] | None = None
     """For a fork: the source attempt and the checkpoint key it started from."""
     model_usage: dict[str, dict[str, Any]] = {}

@@ -55,12 +55,14 @@ def restore(
     container: AttemptContainer,
     store: CacheStore,
     workspace: str,
-    home: str,
+    home: str | None,
     roots: SnapshotRoots = SnapshotRoots(),
 ) -> None:
-    """Replace the workspace and home directories with cached snapshots."""
+    """Replace the workspace and home directories with cached snapshots (`home` None: only
+    the workspace, as an isolated scoring host gets it)."""
+    trees = [(workspace, roots.workspace)] + ([(home, roots.home)] if home is not None else [])
     with tempfile.TemporaryDirectory(prefix="ageval-restore-") as scratch:
-        for index, (digest, path) in enumerate(((workspace, roots.workspace), (home, roots.home))):
+        for index, (digest, path) in enumerate(trees):
             local = Path(scratch) / str(index) / posixpath.basename(path.rstrip("/"))
             store.restore_tree(digest, local)
             quoted, parent = shlex.quote(path), shlex.quote(posixpath.dirname(path) or "/")

@@ -63,6 +63,7 @@ from agevalx.lockfile.node import task_lock
 from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
+from agevalx.runner.collect import collect
 from agevalx.runner.context import QuotaExhausted, Quotas, RunContext
 from agevalx.runner.output import RunOutput
 from agevalx.runner.recovery import (
@@ -423,6 +424,11 @@ def _collect_artifacts(
         return store.put_tree(into).digest
 
 
+def _empty_tree(store: CacheStore) -> str:
+    with tempfile.TemporaryDirectory(prefix="ageval-empty-") as scratch:
+        return store.put_tree(Path(scratch)).digest
+
+
 @node_executor("run")
 def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     """Environment stage + run stage of one attempt; stores activity and final snapshots.
@@ -532,6 +538,12 @@ def _run_attempt(
         clock.add("run", started)
         final = snapshot(container, context.store, state.roots)
         artifacts = _collect_artifacts(runtime, container, place.workdir, context.store)
+        collected, collect_failure = collect(
+            place.environment,
+            lock.task.evaluation.collect,
+            lock.task.limits.evaluate_seconds,
+            context.store,
+        )
         committed, committed_id = container.commit(
             COMMITTED_REPOSITORY, blank=place.environment_names, labels=image_labels(context.store)
         )
@@ -545,6 +557,7 @@ def _run_attempt(
             "workspace": OutputRef(digest=final.workspace, type="tree"),
             "home": OutputRef(digest=final.home, type="tree"),
             "artifacts": OutputRef(digest=artifacts, type="tree"),
+            "collected": OutputRef(digest=collected or _empty_tree(context.store), type="tree"),
         }
         traffic = routes.log.path if routes.log is not None else None
         if traffic is not None and traffic.is_file():
@@ -560,6 +573,7 @@ def _run_attempt(
         committed_image_id=committed_id,
         workdir=place.workdir,
         workspace_root=state.roots.workspace,
+        collect_failure=collect_failure,
         forked_from=(
             {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
         ),

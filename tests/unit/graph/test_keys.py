@@ -81,14 +81,16 @@ def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
         "lock",
         "image",
         "scoring_image",
+        "scoring_host",
         "run",
         "checkpoint",
         "evaluate",
         "summary",
         "replay",
     }
-    assert rules["evaluate"].parents == ["run", "scoring_image"]
+    assert rules["evaluate"].parents == ["run", "scoring_image", "scoring_host"]
     assert rules["scoring_image"].when == "scoring_image"
+    assert rules["scoring_host"].when == "binding.evaluate_host.isolated"
     assert all(rule.executor for rule in rules.values() if rule.kind != "checkpoint")
     assert rules["run"].parents == ["image"]
 
@@ -96,8 +98,8 @@ def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
 GOLDEN_KEYS = {
     "lock:alpha": "6e76f604ceb470db872c798bf993f859",
     "image:alpha": "493f0edbeabcc50c3222b57152a32b27",
-    "run:alpha#0": "b568409781aee6852d8fa6615e367c8c",
-    "evaluate:alpha#0": "94b12458c7e74c78e8ffddcdd2b8200b",
+    "run:alpha#0": "9da269393102267855d48b4f4694f856",
+    "evaluate:alpha#0": "58ef9b0326080d0b69dbc80ba779f9ce",
 }
 
 
@@ -105,7 +107,7 @@ def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: 
     planned = plan(PlanRequest(dataset=dataset, tasks=("alpha",), k=2), store)
     keys = {node.id: node.key for node in planned.nodes()}
     assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
-    assert keys["summary:job"] == "e22a7c67ba61fa358573a59a6ab361a5"
+    assert keys["summary:job"] == "c4e28c8b17afa91a1e229b8332264589"
 
 
 AGENT_PROFILES = """\
@@ -151,3 +153,36 @@ def test_a_new_agent_bundle_version_reruns_the_runs_of_that_agent(
     after = _run_keys(dataset, store)
     assert after["pi"] != before["pi"]
     assert after["codex"] == before["codex"] and after["scripted"] == before["scripted"]
+
+
+def _isolated(dataset: Path, python_version: str) -> None:
+    profiles = dataset / "profiles.yaml"
+    options = f"{{python_version: '{python_version}'}}"
+    host = f"evaluate_host: {{isolated: true, environment_options: {options}}}\n"
+    profiles.write_text(profiles.read_text() + host)
+
+
+def test_an_isolated_host_is_a_node_keyed_by_its_python_version(
+    dataset: Path, store: CacheStore
+) -> None:
+    plain = plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store)
+    assert "scoring_host:alpha" not in plain.graph
+    _isolated(dataset, "3.13")
+    first = plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store)
+    host = first.node("scoring_host:alpha")
+    assert "scoring_host:alpha" in set(first.graph.predecessors("evaluate:alpha#0"))
+    (dataset / "profiles.yaml").write_text(
+        (dataset / "profiles.yaml").read_text().replace("'3.13'", "'3.12'")
+    )
+    second = plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store)
+    assert second.node("scoring_host:alpha").key != host.key
+    assert second.node("evaluate:alpha#0").key != first.node("evaluate:alpha#0").key
+    assert second.node("run:alpha#0").key == first.node("run:alpha#0").key
+
+
+def test_editing_evaluation_collect_changes_the_run_key(dataset: Path, store: CacheStore) -> None:
+    before = plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store).node("run:alpha#0").key
+    task = dataset / "tasks/alpha/task.yaml"
+    task.write_text(task.read_text() + "evaluation: {collect: [{path: /var/log/app.log}]}\n")
+    after = plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store).node("run:alpha#0").key
+    assert after != before

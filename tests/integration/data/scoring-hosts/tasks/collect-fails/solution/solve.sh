@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "forty-two" > /attempt/workspace/answer.txt

@@ -44,6 +44,7 @@ from agevalx.environments.container import (
     container_name,
     find_container,
 )
+from agevalx.environments.gpus import check_requests
 from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
@@ -142,6 +143,7 @@ def start_environment(
     chosen first and handed to `record_names`, so that a process killed while starting them
     leaves a record of what to look for."""
     lock = runtime.lock
+    check_requests(runtime.gpu_requests())  # before any container of the attempt starts
     options = lock.binding.environment_options
     name = container_name(name_hint)
     compose = runtime.compose_file()

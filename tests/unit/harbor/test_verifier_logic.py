@@ -52,6 +52,10 @@ class FakeContainer:
     calls: list[Call] = field(default_factory=list)
     uploads: list[tuple[Path, str]] = field(default_factory=list)
     has_bash: bool = True
+    stopped: bool = False
+
+    def running(self) -> bool:
+        return not self.stopped
 
     def exec(
         self,
@@ -136,7 +140,7 @@ def test_verifier_runs_test_sh_directly_and_reads_reward_json_first(
     assert chmod[0].user == "root"
     assert run[0].command.startswith("bash -c ")
     assert "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1" in run[0].command
-    assert (run[0].workdir, run[0].user) == ("/app", "grader")
+    assert (run[0].workdir, run[0].user) == ("/app", None)  # `[verifier] user`: not applied
     assert run[0].environment == {"HOME": "/root", "K": "v"}
     assert fake.uploads == [(spec.dir / "tests", "/tests")]
 

@@ -14,7 +14,9 @@ from agevalx.cli.options import (
     AttemptStrategyOption,
     CacheDirOption,
     DatasetArgument,
+    DatasetNameOption,
     EnvParamsOption,
+    ExecutionParamsOption,
     JobConfigOption,
     JsonOption,
     ModelOption,
@@ -110,6 +112,8 @@ def show(
     profiles: ProfilesOption = None,
     job_config: JobConfigOption = None,
     env_params: EnvParamsOption = None,
+    execution_params: ExecutionParamsOption = None,
+    dataset_name: DatasetNameOption = None,
     primary_metric: PrimaryMetricOption = None,
     attempt_strategy: AttemptStrategyOption = None,
     cache_dir: CacheDirOption = None,
@@ -117,7 +121,9 @@ def show(
 ) -> None:
     """List the nodes of a dataset's graph with their keys and cache status (hit/miss), then
     the fork and replay branches grown from the checkpoints of its tasks' attempts."""
-    harbor = harbor_options(job_config, env_params, primary_metric, attempt_strategy)
+    harbor = harbor_options(
+        job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
+    )
     with open_store(cache_dir) as store:
         planned = plan(_request(dataset, task, k, agent, model, profiles, harbor), store)
         nodes = planned.nodes()
@@ -170,13 +176,17 @@ def explain_command(
     profiles: ProfilesOption = None,
     job_config: JobConfigOption = None,
     env_params: EnvParamsOption = None,
+    execution_params: ExecutionParamsOption = None,
+    dataset_name: DatasetNameOption = None,
     primary_metric: PrimaryMetricOption = None,
     attempt_strategy: AttemptStrategyOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Say why a node is stale: which of its inputs changed since it was last computed."""
-    harbor = harbor_options(job_config, env_params, primary_metric, attempt_strategy)
+    harbor = harbor_options(
+        job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
+    )
     with open_store(cache_dir) as store:
         planned = plan(_request(dataset, task, k, agent, model, profiles, harbor), store)
     report = explain(planned, node)

@@ -6,7 +6,9 @@ from agevalx.cli.options import (
     AgentOption,
     CacheDirOption,
     DatasetArgument,
+    DatasetNameOption,
     EnvParamsOption,
+    ExecutionParamsOption,
     JobConfigOption,
     JsonOption,
     ModelOption,
@@ -28,6 +30,8 @@ def lock(
     profiles: ProfilesOption = None,
     job_config: JobConfigOption = None,
     env_params: EnvParamsOption = None,
+    execution_params: ExecutionParamsOption = None,
+    dataset_name: DatasetNameOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -46,7 +50,9 @@ def lock(
             store=store,
             tasks=task,
             request=request,
-            harbor=harbor_options(job_config, env_params, None, None),
+            harbor=harbor_options(
+                job_config, env_params, None, None, execution_params, dataset_name
+            ),
         )
     if as_json:
         print_json(

@@ -74,6 +74,24 @@ EnvParamsOption = Annotated[
         rich_help_panel=_HARBOR,
     ),
 ]
+ExecutionParamsOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--execution-params",
+        help="Harbor: JSON over the job config: run_timeout_multiplier (x every agent "
+        "timeout), k, attempt_strategy, max_concurrency.",
+        rich_help_panel=_HARBOR,
+    ),
+]
+DatasetNameOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--dataset-name",
+        help="Harbor: the dataset's name, recorded on every task; results are reused only "
+        "under the same name.",
+        rich_help_panel=_HARBOR,
+    ),
+]
 PrimaryMetricOption = Annotated[
     Optional[PrimaryMetric],  # noqa: UP045
     typer.Option(
@@ -99,13 +117,18 @@ def harbor_options(
     env_params: str | None,
     primary_metric: PrimaryMetric | None,
     strategy: AttemptStrategy | None,
+    execution_params: str | None = None,
+    dataset_name: str | None = None,
 ) -> HarborOptions | None:
     """The Harbor run settings given on the command line; None when none was."""
-    if job_config is None and env_params is None and primary_metric is None and strategy is None:
+    given = (job_config, env_params, primary_metric, strategy, execution_params, dataset_name)
+    if all(value is None for value in given):
         return None
     return HarborOptions.build(
         job_config=job_config,
         env_params=env_params,
         primary_metric=primary_metric.value if primary_metric else "score",
         strategy=strategy.value if strategy else None,
+        execution_params=execution_params,
+        dataset_name=dataset_name,
     )

@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 
 from agevalx.cli.options import (
     AgentOption,
     AttemptStrategyOption,
     CacheDirOption,
+    DatasetNameOption,
     EnvParamsOption,
+    ExecutionParamsOption,
     JobConfigOption,
     JsonOption,
     ModelOption,
@@ -101,7 +104,10 @@ def _recap(outcome: RunOutcome) -> None:
             harbor = HarborSummary.model_validate(section)
             shown = {
                 f"{harbor.metric_name} (primary)": harbor.primary,
-                "avg score": harbor.avg_score,
+                # with `passed` primary, Harbor's reward is the Score beside `correct`
+                ("reward" if harbor.primary_metric == "passed" else "avg score"): (
+                    harbor.avg_score
+                ),
                 f"pass@{outcome.summary.k}": harbor.pass_at_k,
             }
             stdout.print(
@@ -116,7 +122,10 @@ def _recap(outcome: RunOutcome) -> None:
                     highlight=False,
                 )
     for warning in outcome.warnings:
-        stdout.print(f"[yellow]warning[/] [{warning.code}] {warning.message}", highlight=False)
+        stdout.print(
+            f"[yellow]warning[/] {escape(f'[{warning.code}] {warning.message}')}",
+            highlight=False,
+        )
 
 
 def run(
@@ -130,14 +139,15 @@ def run(
     ] = None,
     task: TaskOption = None,
     k: Annotated[
-        int,
+        Optional[int],  # noqa: UP045
         typer.Option(
             "-k",
             min=1,
-            help=f"Independent attempts per task: at most {MAX_K}, and at most "
+            help=f"Independent attempts per task (default 1): at most {MAX_K}, and at most "
             f"{MAX_PLANNED_ATTEMPTS} attempts (tasks x k) in one command.",
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,
@@ -168,6 +178,8 @@ def run(
     ] = None,
     job_config: JobConfigOption = None,
     env_params: EnvParamsOption = None,
+    execution_params: ExecutionParamsOption = None,
+    dataset_name: DatasetNameOption = None,
     primary_metric: PrimaryMetricOption = None,
     attempt_strategy: AttemptStrategyOption = None,
     cache_dir: CacheDirOption = None,
@@ -180,22 +192,26 @@ def run(
 
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
+    harbor = harbor_options(
+        job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
+    )
+    executing = harbor.execution_params if harbor else None
     request = RunRequest(
         dataset=dataset,
         tasks=tuple(task or ()),
-        k=k,
+        k=k or (executing.k if executing else None) or 1,
         binding=(
             BindingRequest(agent=agent, profiles=profiles, fork_model=model)
             if fork
             else BindingRequest(agent=agent, model=model, profiles=profiles)
         ),
         fresh=fresh,
-        workers=max_concurrent,
+        workers=max_concurrent or (executing.max_concurrency if executing else None),
         resume=resume,
         keep_recovery_state=keep_recovery_state,
         fork=fork,
         checkpoint=checkpoint,
-        harbor=harbor_options(job_config, env_params, primary_metric, attempt_strategy),
+        harbor=harbor,
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_store(cache_dir) as store:

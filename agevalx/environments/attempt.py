@@ -13,18 +13,8 @@ from pathlib import Path
 from agevalx.environments.compose import ComposeProject
 from agevalx.environments.container import AttemptContainer, ContainerSpec
 from agevalx.environments.egress import EgressFence
-from agevalx.environments.engine import EnvironmentFailure, client
-
-
-def _check_gpus(spec: ContainerSpec) -> None:
-    if not spec.gpus:
-        return
-    if "nvidia" not in client().info().get("Runtimes", {}):
-        raise EnvironmentFailure(
-            "environment_gpu_unavailable",
-            f"the task needs {spec.gpus} GPU(s) and this Docker engine has none",
-            hint="run on a machine with GPUs and the NVIDIA container runtime",
-        )
+from agevalx.environments.engine import EnvironmentFailure
+from agevalx.environments.gpus import check_gpus
 
 
 def remaining(deadline: float, what: str) -> float:
@@ -80,7 +70,7 @@ class AttemptEnvironment:
         fence: EgressFence | None,
     ) -> AttemptEnvironment:
         deadline = time.monotonic() + seconds
-        _check_gpus(spec)
+        check_gpus(spec.gpus, spec.gpu_types, what="the attempt container")
         if (
             compose_source is None
             and spec.network_mode

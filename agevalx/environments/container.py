@@ -17,6 +17,7 @@ import docker
 
 from agevalx.environments.archive import ChunkReader, extract_stream, tar_directory, tar_files
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
+from agevalx.environments.gpus import check_gpus
 from agevalx.environments.names import docker_name
 from agevalx.environments.owners import owner_labels
 from agevalx.fsutil import open_inside
@@ -53,6 +54,8 @@ class ContainerSpec:
     cpus: float | None = None
     memory_mb: int | None = None
     gpus: int | None = None
+    gpu_types: tuple[str, ...] = ()
+    """Acceptable GPU models (checked against the engine's GPUs before the start)."""
     cap_add: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = ()
     tmpfs_mb: int | None = None
@@ -138,6 +141,9 @@ class AttemptContainer:
 
     @classmethod
     def start(cls, spec: ContainerSpec) -> AttemptContainer:
+        """Start the container; GPUs the engine cannot offer are `environment_gpu_unavailable`
+        before anything starts."""
+        check_gpus(spec.gpus, spec.gpu_types, what=f"the {spec.name_hint or 'task'} container")
         try:
             container = client().containers.run(**_run_arguments(spec))
         except docker.errors.APIError as exc:

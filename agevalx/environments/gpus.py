@@ -9,6 +9,7 @@ the type matching is tested with recorded device lists). A request that cannot b
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from agevalx.environments.engine import EnvironmentFailure, client
@@ -65,3 +66,20 @@ def check_gpus(count: int | None, types: Sequence[str] | None = None, *, what: s
             f"{what}: {problem}",
             hint="run on a machine with the GPUs and the NVIDIA container runtime",
         )
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """GPUs one container of an attempt needs."""
+
+    count: int | None
+    types: tuple[str, ...] = ()
+    """Acceptable models (substrings of a device name); any when empty."""
+    what: str = "the attempt container"
+    """Which container asks, for the error message."""
+
+
+def check_requests(requests: Sequence[GpuRequest]) -> None:
+    """`check_gpus` for each request, in order (the first unmet one raises)."""
+    for request in requests:
+        check_gpus(request.count, request.types, what=request.what)

@@ -66,11 +66,15 @@ def scoring_network(host: dict[str, Any]) -> str | None:
 
 def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
     """The scoring container's settings: evaluate_host's options (user, platform and python
-    version inherited from the job, never its network or egress), /tmp a tmpfs."""
+    version inherited from the job, never its network or egress), /tmp a tmpfs,
+    `verifier_gpus`."""
     host = lock.binding.evaluate_host["environment_options"]
+    parameters = lock.task.parameters
     return ContainerSpec(
         image="",
         name_hint=name_hint,
+        gpus=parameters.get("verifier_gpus"),
+        gpu_types=tuple(str(kind) for kind in parameters.get("gpu_types") or ()),
         network=scoring_network(host),
         user=host.get("user") or lock.binding.environment_options.get("user"),
         tmpfs_mb=lock.task.evaluation.tmpfs_mb,

@@ -26,7 +26,8 @@ class EvaluationError(BaseModel):
     message: str
     """What happened."""
     traceback: str | None = None
-    """The evaluator's traceback (its tail), when it raised."""
+    """The evaluator's traceback when it raised (a Harbor verifier's in full; result.json
+    keeps it as the `execution_diagnostics` artifact)."""
 
 
 class EvaluationResult(BaseModel):

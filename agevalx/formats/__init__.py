@@ -30,8 +30,8 @@ def open_dataset(
         if harbor is not None:
             raise UsageError(
                 "harbor_options_on_ageval_dataset",
-                "--job-config, --env-params, --primary-metric and --attempt-strategy apply to "
-                "Harbor datasets only",
+                "--job-config, --env-params, --execution-params, --dataset-name, "
+                "--primary-metric and --attempt-strategy apply to Harbor datasets only",
                 field="DATASET",
                 hint="an ageval dataset is configured by ageval.yaml, task.yaml and profiles.yaml",
             )

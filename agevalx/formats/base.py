@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from agevalx.config.secrets import resolve_reference
 from agevalx.dataset.files import FileDigester
 from agevalx.environments.container import HOME
+from agevalx.environments.gpus import GpuRequest
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.hashing import digest_file
 from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
@@ -71,6 +72,17 @@ class TaskRuntime(ABC):
     def compose_file(self) -> Path | None:
         """A compose file whose services start beside the attempt container."""
         return None
+
+    def gpu_requests(self) -> list[GpuRequest]:
+        """The GPUs the attempt's containers need, checked against the engine's before any
+        of them starts: `parameters.gpus` (of `gpu_types`) for the attempt container,
+        `parameters.verifier_gpus` (of the same types) for the scoring container."""
+        parameters = self.lock.task.parameters
+        types = tuple(str(kind) for kind in parameters.get("gpu_types") or ())
+        return [
+            GpuRequest(parameters.get("gpus"), types, "the attempt container"),
+            GpuRequest(parameters.get("verifier_gpus"), types, "the scoring container"),
+        ]
 
     @abstractmethod
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
@@ -212,6 +224,11 @@ class Dataset(ABC):
 
     def warnings(self) -> list[AgevalWarning]:
         """What loading reported (declared settings that are not applied)."""
+        return []
+
+    def result_warnings(self, results: list[AttemptResult]) -> list[AgevalWarning]:
+        """What the attempts' results report beside their status (a Harbor verifier that left
+        no valid reward), for the run's top-level warnings."""
         return []
 
     def settings_digest(self) -> str | None:

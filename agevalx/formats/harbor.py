@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from agevalx.agents.oracle import OracleLayout
 from agevalx.dataset.files import FileDigester
 from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.container import WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.gpus import GpuRequest
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.session import ScoringSession
@@ -35,9 +37,15 @@ from agevalx.harbor.dataset import (
 )
 from agevalx.harbor.images import image_workdir
 from agevalx.harbor.options import HarborOptions
-from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierOutcome, VerifierStatus
+from agevalx.harbor.outcomes import (
+    VERIFIER_FAILED,
+    VERIFIER_SANDBOX_FAILED,
+    VerifierOutcome,
+    VerifierStatus,
+)
 from agevalx.harbor.sandbox import (
     AGENT_LOGS,
+    check_log_dirs,
     collect_artifacts,
     container_spec,
     home_of,
@@ -46,7 +54,7 @@ from agevalx.harbor.sandbox import (
 from agevalx.harbor.scoring import AttemptScore, score_outcome
 from agevalx.harbor.separate import verify_separately
 from agevalx.harbor.spec import HarborTaskSpec
-from agevalx.harbor.summary import harbor_summary
+from agevalx.harbor.summary import attempt_warnings, harbor_summary
 from agevalx.harbor.verifier import ORACLE_LOG, SOLVE_SCRIPT, healthcheck, run_verifier
 from agevalx.lockfile.binding import BindingRequest, bind_single_role
 from agevalx.lockfile.models import TaskLock
@@ -89,13 +97,22 @@ class HarborDataset(Dataset):
     def lock_task(self, task_id: str, digester: FileDigester) -> TaskLock:
         self.check_task(task_id)
         binding = bind_single_role(self, self.binding, self.task_dir(task_id))
-        return harbor_lock(self, self.task_spec(task_id, templates=True), binding, digester)
+        spec = self.task_spec(task_id, templates=True)
+        return harbor_lock(self, spec, binding, digester, self.options.dataset_name)
 
     def runtime(self, lock: TaskLock) -> TaskRuntime:
         return HarborRuntime(self, lock)
 
     def warnings(self) -> list[AgevalWarning]:
-        return list(self.loaded_warnings)
+        """What loading reported, then what the tasks resolved since reported about their
+        task.toml (`harbor_task_field_unapplied`, e.g. `[verifier] user`)."""
+        found = list(self.loaded_warnings)
+        if self.source is not None:
+            found += [AgevalWarning(**w.model_dump()) for w in self.source.task_warnings()]
+        return list(dict.fromkeys(found))
+
+    def result_warnings(self, results: list[Any]) -> list[AgevalWarning]:
+        return [AgevalWarning(**w.model_dump()) for w in attempt_warnings(results)]
 
     def settings_digest(self) -> str | None:
         return self.options.digest()
@@ -111,6 +128,7 @@ class HarborDataset(Dataset):
         summary = harbor_summary(
             task_ids, results, options.primary_metric, options.effective_strategy
         )
+        summary = summary.model_copy(update={"dataset_name": options.dataset_name})
         return {"harbor": summary.model_dump(mode="json")}
 
 
@@ -168,8 +186,21 @@ class HarborRuntime(TaskRuntime):
             cpus=own.cpus,
             memory_mb=own.memory_mb,
             gpus=own.gpus,
+            gpu_types=own.gpu_types,
             environment=own.environment,
         )
+
+    def gpu_requests(self) -> list[GpuRequest]:
+        """The task's GPUs (`[environment] gpus`, the job's `override_gpus`, `--env-params`
+        `resources.gpus`, of `gpu_types`) for the agent's container and, in shared mode, for
+        the verifier's; a separate verifier environment's own `gpus` for its container."""
+        spec = self.spec
+        requests = [GpuRequest(spec.resources.gpus, spec.gpu_types, "the task container")]
+        separate = spec.verifier.separate
+        if separate is not None and separate.own is not None:
+            gpus = separate.own.resources.gpus
+            requests.append(GpuRequest(gpus, spec.gpu_types, "the verifier environment"))
+        return requests
 
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
         container = environment.container
@@ -244,7 +275,9 @@ class HarborRuntime(TaskRuntime):
         )
 
     def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
-        """/logs/artifacts and the declared `[[artifacts]]`, as Harbor's trial collects them."""
+        """/logs/artifacts and the declared `[[artifacts]]`, as Harbor's trial collects them,
+        once /logs and /logs/agent are known to be directories still."""
+        check_log_dirs(container, self.spec)
         collect_artifacts(container, self.spec, into)
 
     def verifier(self) -> Verifier:
@@ -261,7 +294,17 @@ class HarborVerifier(Verifier):
 
     def verify(self, session: ScoringSession) -> EvaluationResult:
         started = time.monotonic()
-        outcome = verify_with_retries(lambda: self._verify_once(session))
+        try:
+            outcome = verify_with_retries(lambda: self._verify_once(session))
+        except AgevalError:
+            raise
+        except Exception as exc:  # the verifier's code raised: ERROR, its traceback kept
+            outcome = VerifierOutcome(
+                status=VerifierStatus.ERROR,
+                code=VERIFIER_FAILED,
+                message=f"the verifier raised {type(exc).__name__}: {exc}"[:2000],
+                traceback="".join(traceback.format_exception(exc)),
+            )
         return result_document(outcome, score_outcome(outcome), time.monotonic() - started)
 
     def _attempt(self, session: ScoringSession) -> AttemptContainer:
@@ -333,7 +376,7 @@ def result_document(
                 "error": {
                     "type": outcome.code or "verifier_failed",
                     "message": outcome.message or "the verifier failed",
-                    "traceback": getattr(outcome, "traceback", None) or outcome.test_output,
+                    "traceback": outcome.traceback or outcome.test_output,
                 },
                 "details": details,
                 "seconds": round(seconds, 3),
@@ -345,6 +388,8 @@ def result_document(
         warning=scored.warning,
         extra={"eval_raw_data": {"rewards": dict(scored.rewards)}},
     )
+    if scored.warning is not None and outcome.message:
+        details["message"] = outcome.message
     return checked(
         {
             "status": {True: "PASS", False: "FAIL", None: "DONE"}[scored.passed],

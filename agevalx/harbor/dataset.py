@@ -55,6 +55,7 @@ class HarborSource:
         self.job_config = read_job_config(options.job_config) if options.job_config else None
         """Read once for the dataset, not once for each task resolved alone."""
         self._specs: dict[tuple[str, bool], HarborTaskSpec] = {}
+        self._task_warnings: dict[str, list[HarborWarning]] = {}
         self._lock = threading.Lock()
 
     def load(self, path: Path | None, templates: bool) -> HarborJob:
@@ -77,8 +78,16 @@ class HarborSource:
                 for spec in self.load(self.path, templates).tasks:
                     self._specs[(spec.name, templates)] = spec
             else:
-                self._specs[(task_id, templates)] = self.load(directory, templates).tasks[0]
+                job = self.load(directory, templates)
+                self._specs[(task_id, templates)] = job.tasks[0]
+                self._task_warnings[task_id] = [w for w in job.warnings if w.file]
             return self._specs[(task_id, templates)]
+
+    def task_warnings(self) -> list[HarborWarning]:
+        """What resolving the tasks one by one reported about their task.toml (a job
+        config's whole load reports it at once)."""
+        with self._lock:
+            return [w for task in sorted(self._task_warnings) for w in self._task_warnings[task]]
 
 
 def slug(name: str) -> str:
@@ -149,12 +158,13 @@ def _separate(separate: SeparateVerifierEnvironment | None) -> dict[str, Any] | 
     return document
 
 
-def _settings(spec: HarborTaskSpec) -> dict[str, Any]:
+def _settings(spec: HarborTaskSpec, dataset_name: str | None) -> dict[str, Any]:
     """What the run and the verifier of a task depend on beyond its files; no value of an env
     variable (the spec was resolved with templates, and values enter as digests)."""
     verifier = spec.verifier
     return {
         "run": {
+            "dataset_name": dataset_name,
             "image": spec.image,
             "workdir": spec.workdir,
             "resources": spec.resources.model_dump(mode="json"),
@@ -199,10 +209,15 @@ def _overrides(agent: str | None, model: str | None) -> dict[str, str]:
 
 
 def harbor_lock(
-    dataset: Dataset, spec: HarborTaskSpec, binding: LockedBinding, digester: FileDigester
+    dataset: Dataset,
+    spec: HarborTaskSpec,
+    binding: LockedBinding,
+    digester: FileDigester,
+    dataset_name: str | None = None,
 ) -> TaskLock:
     """The lock of a Harbor task: what downstream keys read, and no secret. `spec` is the
-    task resolved with its env templates kept."""
+    task resolved with its env templates kept; `dataset_name` (`--dataset-name`) enters the
+    run's section, so results are reused only under the same name."""
     task_id = spec.name
     task_dir = dataset.task_dir(task_id)
     options = {**binding.environment_options}
@@ -243,7 +258,7 @@ def harbor_lock(
             verifier_disabled=spec.verifier.disabled,
             verifier_mode=str(spec.verifier.mode),
             healthcheck=spec.healthcheck is not None,
-            **_settings(spec),
+            **_settings(spec, dataset_name),
         ),
         overrides={
             k: v

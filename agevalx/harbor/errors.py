@@ -42,6 +42,7 @@ ENV_UNRESOLVED = "harbor_env_unresolved"
 HEALTHCHECK_FAILED = "harbor_healthcheck_failed"
 HEALTHCHECK_TIMEOUT = "harbor_healthcheck_timeout"
 IMAGE_BUILD_FAILED = "harbor_image_build_failed"
+LOGS_REPLACED = "harbor_logs_replaced"
 
 # Warnings (reported; loading goes on).
 FIELD_UNAPPLIED = "harbor_field_unapplied"

@@ -9,8 +9,9 @@ settings in cache keys without holding any value: env values may be secrets.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -81,29 +82,69 @@ class EnvParams(BaseModel):
         )
 
 
-def parse_env_params(text: str) -> EnvParams:
-    """Parse `--env-params` (a JSON object); a coded usage error names the bad field."""
+class ExecutionParams(BaseModel):
+    """`--execution-params`: how this run executes, over the job config (Harbor's command-line
+    flags). `k`, `attempt_strategy` and `max_concurrency` are the run's `-k`,
+    `--attempt-strategy` and `--max-concurrent`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_timeout_multiplier: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Multiplies every task's effective agent timeout (after the job config's overrides,
+    `max_timeout_sec` and multipliers); the result is capped at a year."""
+    k: int | None = Field(default=None, ge=1)
+    """Attempts per task (`-k`; Harbor's `n_attempts`)."""
+    attempt_strategy: Strategy | None = None
+    """`avg` or `pass` (`--attempt-strategy`)."""
+    max_concurrency: int | None = Field(default=None, ge=1)
+    """Attempts at once (`--max-concurrent`; Harbor's `n_concurrent_trials`)."""
+
+
+_Params = TypeVar("_Params", bound=BaseModel)
+
+ENV_PARAMS_KEYS = (
+    "setup.image, setup.workdir, resources.{cpus,memory_mb,storage_mb,gpus}, env, agent_env, "
+    "evaluation_env_variables, agent_timeout_sec, verifier_timeout_sec"
+)
+EXECUTION_PARAMS_KEYS = "run_timeout_multiplier, k, attempt_strategy, max_concurrency"
+
+
+def _parse_params(text: str, model: type[_Params], flag: str, example: str, keys: str) -> _Params:
+    code = f"{flag.removeprefix('--').replace('-', '_')}_invalid"
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(
-            "env_params_invalid",
-            f"--env-params is not JSON: {exc.msg} (column {exc.colno})",
-            field="--env-params",
-            hint='e.g. --env-params \'{"setup": {"workdir": "/app"}}\'',
+            code,
+            f"{flag} is not JSON: {exc.msg} (column {exc.colno})",
+            field=flag,
+            hint=f"e.g. {flag} '{example}'",
         ) from None
     try:
-        return EnvParams.model_validate(document)
+        return model.model_validate(document)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise UsageError(
-            "env_params_invalid",
-            f"--env-params{'.' + where if where else ''}: {first['msg']}",
-            field="--env-params",
-            hint="keys: setup.image, setup.workdir, resources.{cpus,memory_mb,storage_mb,gpus}, "
-            "env, agent_env, evaluation_env_variables, agent_timeout_sec, verifier_timeout_sec",
+            code,
+            f"{flag}{'.' + where if where else ''}: {first['msg']}",
+            field=flag,
+            hint=f"keys: {keys}",
         ) from None
+
+
+def parse_env_params(text: str) -> EnvParams:
+    """Parse `--env-params` (a JSON object); a coded usage error names the bad field."""
+    example = '{"setup": {"workdir": "/app"}}'
+    return _parse_params(text, EnvParams, "--env-params", example, ENV_PARAMS_KEYS)
+
+
+def parse_execution_params(text: str) -> ExecutionParams:
+    """Parse `--execution-params` (a JSON object); a coded usage error names the bad field."""
+    example = '{"run_timeout_multiplier": 2}'
+    return _parse_params(
+        text, ExecutionParams, "--execution-params", example, EXECUTION_PARAMS_KEYS
+    )
 
 
 class HarborOptions(BaseModel):
@@ -118,6 +159,10 @@ class HarborOptions(BaseModel):
     base_dir: Path = Field(default_factory=Path.cwd)
     """Relative paths in the job config resolve here (the current directory, as Harbor)."""
     env_params: EnvParams = Field(default_factory=EnvParams, repr=False)
+    execution_params: ExecutionParams = Field(default_factory=ExecutionParams)
+    dataset_name: str | None = None
+    """Keeps this dataset's results apart from other Harbor datasets' (seed 003): recorded on
+    every task and part of every key, so results are reused only under the same name."""
     primary_metric: PrimaryMetric = "score"
     """`score` (Harbor's primary reward) or `passed` (a single 0/1 reward, as `correct`)."""
     strategy: Strategy | None = None
@@ -134,6 +179,8 @@ class HarborOptions(BaseModel):
         env_params: str | None = None,
         primary_metric: PrimaryMetric = "score",
         strategy: Strategy | None = None,
+        execution_params: str | None = None,
+        dataset_name: str | None = None,
     ) -> HarborOptions:
         loaded = read_job_config(job_config) if job_config is not None else None
         if loaded is not None:
@@ -143,6 +190,10 @@ class HarborOptions(BaseModel):
             job_document=loaded.raw if loaded else None,
             warnings=unapplied_fields(loaded) if loaded else [],
             env_params=parse_env_params(env_params) if env_params else EnvParams(),
+            execution_params=(
+                parse_execution_params(execution_params) if execution_params else ExecutionParams()
+            ),
+            dataset_name=check_dataset_name(dataset_name),
             primary_metric=primary_metric,
             strategy=strategy,
         )
@@ -151,6 +202,8 @@ class HarborOptions(BaseModel):
     def effective_strategy(self) -> Strategy:
         if self.strategy is not None:
             return self.strategy
+        if self.execution_params.attempt_strategy is not None:
+            return self.execution_params.attempt_strategy
         return "pass" if self.primary_metric == "passed" else "avg"
 
     @property
@@ -160,15 +213,43 @@ class HarborOptions(BaseModel):
         return bool(document.get("datasets") or document.get("tasks"))
 
     def overrides(self) -> RunOverrides:
-        return self.env_params.overrides()
+        return self.env_params.overrides().model_copy(
+            update={"run_timeout_multiplier": self.execution_params.run_timeout_multiplier}
+        )
 
     def digest(self) -> str | None:
-        """Names the run-wide settings in keys (`None` when there are none); holds no value."""
-        if self.job_document is None and self.env_params == EnvParams():
+        """Names the run-wide settings in keys (`None` when there are none); holds no value.
+        The execution parameters that change no task (k, strategy, concurrency) and an unset
+        dataset name stay out of it."""
+        multiplier = self.execution_params.run_timeout_multiplier
+        if (
+            self.job_document is None
+            and self.env_params == EnvParams()
+            and multiplier is None
+            and self.dataset_name is None
+        ):
             return None
-        return digest_json(
-            {
-                "job_config": self.job_document,
-                "env_params": self.env_params.model_dump(mode="json"),
-            }
-        )
+        document: dict[str, Any] = {
+            "job_config": self.job_document,
+            "env_params": self.env_params.model_dump(mode="json"),
+        }
+        if multiplier is not None:
+            document["run_timeout_multiplier"] = multiplier
+        if self.dataset_name is not None:
+            document["dataset_name"] = self.dataset_name
+        return digest_json(document)
+
+
+DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_dataset_name(name: str | None) -> str | None:
+    """A dataset name names a directory part: letters, digits, `.`, `_`, `-` (at most 128)."""
+    if name is None or DATASET_NAME.match(name):
+        return name
+    raise UsageError(
+        "dataset_name_invalid",
+        f"--dataset-name {name!r} is not a name",
+        field="--dataset-name",
+        hint="letters, digits, '.', '_' and '-', starting with a letter or digit (at most 128)",
+    )

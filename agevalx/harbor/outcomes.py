@@ -63,6 +63,8 @@ class VerifierOutcome(BaseModel):
     """test.sh's exit code: recorded, never used for scoring."""
     test_output: str = ""
     """The end of /logs/verifier/test-stdout.txt (stdout and stderr of test.sh)."""
+    traceback: str | None = None
+    """The full traceback of an exception the verifier raised (status error)."""
     duration_sec: float = 0.0
 
     @property

@@ -266,7 +266,8 @@ def _environment_class() -> Any:
         """ageval's running container behind Harbor's environment API. Lifecycle belongs
         to ageval (`start`/`stop` do nothing); `exec` merges env as Harbor's docker
         environment does (`_merge_env`: the container env, then `env`, then scoped env)
-        and runs as `default_user` (the task's verifier user) unless `user` is given."""
+        and runs as the image's default user unless `user` is given (`[verifier] user` is
+        not applied, seed 003)."""
 
         def __init__(self, sandbox: VerifierSandbox, **kwargs: Any) -> None:
             self._sandbox = sandbox
@@ -362,7 +363,7 @@ def _verifier(spec: HarborTaskSpec, sandbox: VerifierSandbox, trial_dir: Path) -
         logger=_LOGGER,
         persistent_env=dict(spec.environment_env),
     )
-    environment.default_user = verifier.user
+    environment.default_user = None  # `[verifier] user` is not applied (reported)
     return verifier_class(
         task=task,
         trial_paths=paths,
@@ -426,6 +427,7 @@ def _failed(
         message[:2000],
         started,
         test_output=tail("\n".join(filter(None, (output, trace))).encode()),
+        traceback=trace,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from agevalx.config.common import MAX_SECONDS
 from agevalx.harbor import errors
 from agevalx.harbor.envvars import (
     UnresolvedVariable,
@@ -100,12 +101,13 @@ def _unapplied_task_fields(config: TaskToml) -> list[str]:
         "environment.mcp_servers": env.mcp_servers,
         "environment.skills_dir": env.skills_dir,
         "environment.tpu": env.tpu,
-        "environment.gpu_types": env.gpu_types,
         "verifier.collect": config.verifier.collect,
         "agent.network_mode": config.agent.network_mode,
         "verifier.network_mode": config.verifier.network_mode,
     }
     fields += [name for name, value in named.items() if value]
+    users = {"agent.user": config.agent.user, "verifier.user": config.verifier.user}
+    fields += [name for name, value in users.items() if value is not None]
     own = config.verifier.environment
     if own is not None and (own.network_mode != NetworkMode.PUBLIC or own.allowed_hosts):
         fields.append("verifier.environment.network_mode")
@@ -212,12 +214,14 @@ def _agent_timeout(config: TaskToml, context: TaskContext) -> float | None:
     )
     if base is None:
         return None
-    return effective_timeout(
+    timeout = effective_timeout(
         base,
         max_sec=agent.max_timeout_sec,
         multiplier=job.agent_timeout_multiplier,
         timeout_multiplier=job.timeout_multiplier,
     )
+    factor = context.run.run_timeout_multiplier
+    return timeout if factor is None else min(timeout * factor, float(MAX_SECONDS))
 
 
 def _verifier_timeout(config: TaskToml, context: TaskContext) -> float:
@@ -352,12 +356,10 @@ def _verifier(
     separate, failure = None, None
     if mode == VerifierEnvironmentMode.SEPARATE:
         separate, failure = _separate(task_dir, config, context)
-    user = config.verifier.user
     job = context.job.verifier
     spec = VerifierSpec(
         disabled=job.disable,
         timeout_sec=_verifier_timeout(config, context),
-        user=None if user is None else str(user),
         mode=mode,
         separate=separate,
         tests_dir=task_dir / "tests",
@@ -389,7 +391,6 @@ def resolve_task(
     env = _envs(config, context, task_dir / CONFIG)
     verifier, verifier_failure = _verifier(task_dir, config, context, env)
     instruction = strip_canary(read_task_text(task_dir / INSTRUCTION))
-    agent_user = config.agent.user
     spec = HarborTaskSpec(
         name=task_dir.resolve().name,
         package_name=config.task.name if config.task else None,
@@ -401,11 +402,11 @@ def resolve_task(
         workdir=workdir,
         workdir_source=workdir_source,
         resources=_resources(config.environment, context.job, context.run),
+        gpu_types=tuple(config.environment.gpu_types or ()),
         environment_env=env.environment,
         agent_env=env.agent,
         solution_env=env.solution,
         agent_timeout_sec=_agent_timeout(config, context),
-        agent_user=None if agent_user is None else str(agent_user),
         verifier=verifier,
         healthcheck=config.environment.healthcheck,
         artifacts=normalize_artifacts([*config.artifacts, *context.job.artifacts]),

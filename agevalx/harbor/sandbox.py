@@ -19,6 +19,8 @@ from agevalx.environments.container import AttemptContainer, ContainerSpec, Exec
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import AgevalError
 from agevalx.fsutil import make_dirs
+from agevalx.harbor import errors
+from agevalx.harbor.errors import HarborRunError
 from agevalx.harbor.models import ArtifactConfig
 from agevalx.harbor.spec import HarborTaskSpec
 
@@ -50,6 +52,7 @@ def container_spec(spec: HarborTaskSpec, image: str, name_hint: str) -> Containe
         cpus=float(resources.cpus) if resources.cpus else None,
         memory_mb=resources.memory_mb,
         gpus=resources.gpus,
+        gpu_types=spec.gpu_types,
         environment=tuple(sorted(spec.environment_env.items())),
     )
 
@@ -129,6 +132,30 @@ def prepare_environment(
         container.put_files(target, directory_files(spec.dir / "environment"))
     dirs = f"{AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACT_LOGS}"
     run_checked(container, f"mkdir -p {dirs} && chmod 777 {dirs}", "creating /logs")
+
+
+LOG_DIRS = (LOGS, AGENT_LOGS)
+"""Directories the agent must leave directories (Harbor mounts them, so its agents cannot
+replace them): the artifacts and the verifier's logs live under them."""
+
+
+def check_log_dirs(container: AttemptContainer, spec: HarborTaskSpec) -> None:
+    """Raise `harbor_logs_replaced` when the agent left /logs or /logs/agent as something
+    other than a directory (a file, a link): the task fails with a code, not a Docker error."""
+    script = " ".join(
+        f"{{ [ -d {path} ] && [ ! -L {path} ]; }} || echo {path};" for path in LOG_DIRS
+    )
+    probe = container.exec(script, workdir="/", user=ROOT)
+    replaced = probe.output.split()
+    if probe.exit_code != 0 or not replaced:
+        return
+    raise HarborRunError(
+        errors.LOGS_REPLACED,
+        f"the agent replaced {replaced[0]} with something that is not a directory, so the "
+        f"attempt of {spec.name} cannot be collected or verified",
+        field=replaced[0],
+        hint="the agent must keep /logs and /logs/agent directories (it may write into them)",
+    )
 
 
 def _is_directory(container: AttemptContainer, path: str) -> bool:

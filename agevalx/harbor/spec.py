@@ -42,6 +42,8 @@ class RunOverrides(BaseModel):
     """Replaces the base agent timeout (before Harbor's max and multiplier)."""
     verifier_timeout_sec: float | None = None
     """Replaces the base verifier timeout (before Harbor's max and multiplier)."""
+    run_timeout_multiplier: float | None = None
+    """`--execution-params`: multiplies the effective agent timeout (after the job config)."""
     select: list[str] | None = None
     """Exact task directory names to run (`--task`); an unknown name is an error."""
 
@@ -93,7 +95,6 @@ class VerifierSpec(BaseModel):
     """Job `verifier.disable`: the task completes without a score."""
     timeout_sec: float = 600.0
     """Effective limit: min(override or task, max) x multiplier."""
-    user: str | None = None
     mode: VerifierEnvironmentMode = VerifierEnvironmentMode.SHARED
     separate: SeparateVerifierEnvironment | None = None
     """Set when `mode` is `separate`."""
@@ -130,6 +131,9 @@ class HarborTaskSpec(BaseModel):
     """Working directory of every command; `None` means the image's WORKDIR."""
     workdir_source: WorkdirSource | None = None
     resources: Resources = Field(default_factory=Resources)
+    gpu_types: tuple[str, ...] = ()
+    """`[environment] gpu_types`: acceptable GPU models, checked against the engine's GPUs
+    (any model when empty)."""
     environment_env: dict[str, str] = Field(default_factory=dict, repr=False)
     """Container environment of every command (task < job < run)."""
     agent_env: dict[str, str] = Field(default_factory=dict, repr=False)
@@ -138,7 +142,6 @@ class HarborTaskSpec(BaseModel):
     """`[solution].env`: the oracle's solve.sh environment, over everything else."""
     agent_timeout_sec: float | None
     """Effective agent limit as Harbor computes it; `None` means none."""
-    agent_user: str | None = None
     verifier: VerifierSpec
     healthcheck: HealthcheckConfig | None = None
     artifacts: list[ArtifactConfig] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agevalx.harbor.errors import HarborWarning
 from agevalx.harbor.options import PrimaryMetric, Strategy
 from agevalx.harbor.outcomes import VERIFIER_RESULT_INVALID, VERIFIER_TIMEOUT
 from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED as SANDBOX_FAILED
@@ -42,6 +43,8 @@ class HarborTaskMetrics(_Model):
 class HarborSummary(_Model):
     """A Harbor job's metrics as `harbor run` users read them (seed 003)."""
 
+    dataset_name: str | None = None
+    """`--dataset-name`, when the run gave one."""
     primary_metric: Literal["score", "passed"]
     """`score` (Harbor's primary reward) or `passed` (a single 0/1 reward)."""
     strategy: Literal["avg", "pass"]
@@ -50,6 +53,9 @@ class HarborSummary(_Model):
     """What the primary metric is reported as."""
     primary: float | None
     """Mean over tasks of each task's primary value (tasks without one are left out)."""
+    reward: float | None = None
+    """With `primary_metric: passed`: Harbor's primary reward (avg@k of `score`, the Score)
+    reported beside `correct` (the Pass Rate); `None` otherwise."""
     avg_score: float | None
     """Mean over tasks of avg@k of `score`."""
     avg_passed: float | None
@@ -63,6 +69,9 @@ class HarborSummary(_Model):
     harbor_pass_at_k: dict[str, float]
     """Harbor's own job-level pass@k for comparison: empty when one reward is not a single
     0/1 value (Harbor then drops it for the whole job)."""
+    warnings: list[HarborWarning] = Field(default_factory=list)
+    """One per attempt scored as a failure because its verifier left no valid reward
+    (`verifier_result_invalid`) or timed out (`verifier_timeout`)."""
     void_tasks: list[str] = Field(default_factory=list)
     """Tasks an attempt of which could not be verified because the sandbox failed (after
     retries): they are invalid, and the job has no official score."""
@@ -85,6 +94,28 @@ def attempt_score(result: AttemptResult) -> AttemptScore | None:
         rewards={str(name): float(value) for name, value in rewards.items()},
         warning=details.get("warning"),
     )
+
+
+WARNING_CODES = (VERIFIER_RESULT_INVALID, VERIFIER_TIMEOUT)
+"""Why a verified attempt was scored as a failure (seed 003: a WARNING)."""
+
+
+def attempt_warnings(results: Sequence[AttemptResult]) -> list[HarborWarning]:
+    """A warning for each attempt whose verifier left no valid reward or timed out."""
+    found = []
+    for result in results:
+        code = result.details.get("warning")
+        if code not in WARNING_CODES:
+            continue
+        why = result.details.get("message") or "the verifier left no valid reward"
+        found.append(
+            HarborWarning(
+                code=code,
+                message=f"{result.task_id}#{result.attempt} ({result.attempt_id}): {why}; "
+                "scored 0, not passed",
+            )
+        )
+    return found
 
 
 def _fraction(values: Sequence[bool | None]) -> float | None:
@@ -117,15 +148,13 @@ def harbor_summary(
         strategy=strategy,
         metric_name="correct" if primary_metric == "passed" else "score",
         primary=_mean([task.primary for task in values]),
+        reward=_mean([task.avg_score for task in values]) if primary_metric == "passed" else None,
         avg_score=_mean([task.avg_score for task in values]),
         avg_passed=_mean([task.avg_passed for task in values]),
         pass_at_k=_fraction([task.pass_at_k for task in values]),
         tasks=tasks,
-        invalid_rewards=sum(
-            1
-            for r in results
-            if r.details.get("warning") in (VERIFIER_RESULT_INVALID, VERIFIER_TIMEOUT)
-        ),
+        invalid_rewards=sum(1 for r in results if r.details.get("warning") in WARNING_CODES),
+        warnings=attempt_warnings(results),
         harbor_pass_at_k={str(k): v for k, v in harbor_pass_at_k(trials).items()},
     )
 

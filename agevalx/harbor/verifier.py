@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agevalx.environments.container import AttemptContainer
+from agevalx.environments.engine import EnvironmentFailure
 from agevalx.harbor import errors
 from agevalx.harbor.errors import HarborRunError
 from agevalx.harbor.outcomes import (
@@ -90,7 +91,7 @@ def _verify(
     verifier = spec.verifier
     upload = verifier.separate is None or not verifier.separate.bundled_tests
     shell = shell_of(container)
-    home = home_of(container, verifier.user)
+    home = home_of(container, None)
     _reset_verifier_dirs(container, upload)
     if upload:
         if not (verifier.tests_dir / "test.sh").is_file():
@@ -108,7 +109,6 @@ def _verify(
         f"({TEST_SCRIPT}) > {TEST_STDOUT} 2>&1",
         workdir=workdir,
         environment=environment,
-        user=verifier.user,
         timeout=remaining,
     )
     output = tail(read_text(container, TEST_STDOUT))
@@ -117,6 +117,10 @@ def _verify(
     try:
         rewards, file = _read_rewards(container)
     except InvalidReward as exc:
+        if stopped(container, killed=result.exit_code == KILLED):  # e.g. test.sh killed PID 1
+            raise EnvironmentFailure(
+                "container_stopped", "the container stopped while tests/test.sh ran"
+            ) from None
         return _outcome(
             VerifierStatus.INVALID,
             VERIFIER_RESULT_INVALID,
@@ -135,6 +139,26 @@ def _verify(
         exit_code=result.exit_code,
         test_output=output,
     )
+
+
+KILLED = 137
+"""The exit code of a command killed with its container (SIGKILL)."""
+STOP_GRACE = (0.5, 1.0, 2.0)
+"""Seconds to look again: the engine marks a container exited shortly after its exec died."""
+
+
+def stopped(
+    container: AttemptContainer, *, killed: bool, sleep: Callable[[float], None] = time.sleep
+) -> bool:
+    """The container is no longer running (its PID 1 ended); a `killed` command's container
+    is looked at again within `STOP_GRACE`."""
+    if not container.running():
+        return True
+    for delay in STOP_GRACE if killed else ():
+        sleep(delay)
+        if not container.running():
+            return True
+    return False
 
 
 def _timeout(spec: HarborTaskSpec, started: float, output: str | None) -> VerifierOutcome:
@@ -168,8 +192,9 @@ def run_verifier(
 
     `timeout` defaults to the spec's effective verifier timeout (apply run-level
     multipliers before passing it); `workdir` defaults to the spec's (else `/`: pass the
-    image's WORKDIR when the spec has none). test.sh runs as `[verifier].user` with the
-    container env, then the layered verifier env, on top.
+    image's WORKDIR when the spec has none). test.sh runs as the image's default user
+    (`[verifier].user` is not applied, seed 003) with the container env, then the layered
+    verifier env, on top.
 
     With a job `verifier.import_path` the Harbor verifier class runs instead
     (`agevalx.harbor.plugin`), its `TrialPaths` under `trial_root/<task>/<uuid>/` (a

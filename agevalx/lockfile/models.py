@@ -206,6 +206,16 @@ class HarborRunLock(LockModel):
     """`[environment.healthcheck]`."""
     upload_environment_dir: bool
     """environment/ is copied into the workdir (a prebuilt image without Dockerfile)."""
+    dataset_name: str | None = None
+    """`--dataset-name`: results are reused only under the same name (left out when unset,
+    so the keys of runs without one stay as they were)."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_dataset_name(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("dataset_name") is None:
+            data.pop("dataset_name", None)
+        return data
 
 
 class HarborVerifyLock(LockModel):

@@ -33,7 +33,13 @@ from agevalx.operations.recovery import (
     resumed_container,
     write_checkpoint_index,
 )
-from agevalx.results.build import attempt_result, attempts_of, job_summary
+from agevalx.results.build import (
+    DIAGNOSTICS_FILE,
+    attempt_result,
+    attempts_of,
+    diagnostics_text,
+    job_summary,
+)
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
 from agevalx.runner.recovery import read_attempt
@@ -83,8 +89,10 @@ class RunOutcome:
 
     @property
     def warnings(self) -> list[AgevalWarning]:
-        """What loading reported (a Harbor job config's declared fields it did not apply)."""
-        return dataset_of(self.plan).warnings()
+        """What loading reported (a Harbor job config's declared fields it did not apply),
+        then what the attempts' results report (a Harbor reward that is not valid)."""
+        dataset = dataset_of(self.plan)
+        return [*dataset.warnings(), *dataset.result_warnings(self.results)]
 
 
 def _sample(dataset: Path, fresh: bool) -> int:
@@ -101,7 +109,11 @@ def _sample(dataset: Path, fresh: bool) -> int:
 
 
 def _write_attempt_views(
-    planned: Plan, store: CacheStore, result: AttemptResult, run: ActionManifest | None
+    planned: Plan,
+    store: CacheStore,
+    result: AttemptResult,
+    run: ActionManifest | None,
+    diagnostics: str | None = None,
 ) -> None:
     directory = make_dirs(attempt_dir(planned.dataset.root, result.attempt_id))
     if run is not None:
@@ -117,6 +129,9 @@ def _write_attempt_views(
             if data or output != "model":  # no model.jsonl for a run without model traffic
                 atomic_write(directory / name, data)
         _write_artifacts(store, run, directory / ARTIFACTS_DIR)
+    if diagnostics is not None and result.status == "ERROR":
+        target = make_dirs(directory / ARTIFACTS_DIR) / DIAGNOSTICS_FILE
+        atomic_write(target, diagnostics.encode("utf-8", "replace"))
     atomic_write(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
 
 
@@ -278,7 +293,8 @@ def _write_views(
     for task_id, attempt in attempts_of(planned):
         result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
         run_action = actions.get(f"run:{task_id}#{attempt}")
-        _write_attempt_views(planned, store, result, run_action)
+        diagnostics = diagnostics_text(store, actions.get(f"evaluate:{task_id}#{attempt}"))
+        _write_attempt_views(planned, store, result, run_action, diagnostics)
         kept = read_attempt(attempt_dir(root, result.attempt_id))
         if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)

@@ -14,7 +14,7 @@ from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
-from agevalx.hashing import digest_json
+from agevalx.hashing import digest_bytes, digest_json
 from agevalx.lockfile.models import TaskLock, parse_lock
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import (
@@ -80,6 +80,7 @@ def attempt_result(
     fields: dict[str, Any] = {
         "attempt_id": attempt_id(nodes[2]),
         "dataset_id": lock.dataset.dataset_id,
+        "dataset_name": lock.harbor.run.dataset_name if lock.harbor else None,
         "task_id": task_id,
         "attempt": attempt,
         "config_digest": lock.config_digest,
@@ -114,6 +115,11 @@ def attempt_result(
             )
         else:
             problem = evaluation.error
+            if problem is not None and problem.traceback:
+                fields["artifacts"] = [
+                    *fields.get("artifacts", []),
+                    diagnostics_artifact(problem.traceback),
+                ]
             fields.update(
                 status="ERROR",
                 error=ErrorInfo(
@@ -139,6 +145,32 @@ def attempt_result(
         )
     fields["seconds"] = seconds
     return AttemptResult(**fields)
+
+
+DIAGNOSTICS = "execution_diagnostics"
+"""The artifact that keeps the full traceback of an evaluator (a Harbor verifier) that
+raised; its file is `artifacts/execution_diagnostics.txt` of the attempt."""
+DIAGNOSTICS_FILE = f"{DIAGNOSTICS}.txt"
+
+
+def diagnostics_artifact(traceback: str) -> PublishedArtifact:
+    return PublishedArtifact(
+        id=DIAGNOSTICS,
+        path=DIAGNOSTICS_FILE,
+        producer="evaluate",
+        digest=digest_bytes(traceback.encode("utf-8", "replace")),
+    )
+
+
+def diagnostics_text(store: CacheStore, evaluate: ActionManifest | None) -> str | None:
+    """The full traceback an ERROR evaluation kept, if any."""
+    if evaluate is None:
+        return None
+    try:
+        evaluation = read_result(store, evaluate)
+    except AgevalError:
+        return None
+    return evaluation.error.traceback if evaluation.error is not None else None
 
 
 def published(store: CacheStore, run: ActionManifest, lock: TaskLock) -> list[PublishedArtifact]:

@@ -67,6 +67,8 @@ class AttemptResult(ResultModel):
     """`<task>-<attempt>-<run key prefix>`; names the directory under .ageval/runs/."""
     dataset_id: str
     """From ageval.yaml."""
+    dataset_name: str | None = None
+    """A Harbor run's `--dataset-name` (results are reused only under the same name)."""
     task_id: str
     """The task."""
     attempt: int

@@ -47,6 +47,7 @@ from agevalx.environments.container import (
     find_container,
 )
 from agevalx.environments.egress import EgressFence, allowed_hosts
+from agevalx.environments.gpus import check_requests
 from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
@@ -152,6 +153,7 @@ def start_environment(
     network; `egress: llm` behind a fence (see `environments.egress`) that lets it reach the
     model gateway on `gateway_port` and the allowed hosts only."""
     lock = runtime.lock
+    check_requests(runtime.gpu_requests())  # before any container of the attempt starts
     options = lock.binding.environment_options
     name = container_name(name_hint)
     compose = runtime.compose_file()

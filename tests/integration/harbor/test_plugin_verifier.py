@@ -184,3 +184,22 @@ def test_ageval_run_refuses_a_class_that_is_not_a_verifier(
         "verifier.import_path",
     )
     assert not (cli_work / "dataset" / ".ageval" / "runs").exists()
+
+
+def test_ageval_run_keeps_a_raising_verifiers_full_traceback_as_execution_diagnostics(
+    plugin_python: Path, cli_work: Path
+) -> None:
+    finished = _cli(plugin_python, cli_work, json.dumps(_verifier_job("Broken")))
+    assert finished.returncode == 1, finished.stdout[-2000:] + finished.stderr[-2000:]
+    (result,) = json.loads(finished.stdout)["results"]
+    assert result["error"]["code"] == "evaluator_error"
+    (diagnostics,) = [a for a in result["artifacts"] if a["id"] == "execution_diagnostics"]
+    assert (diagnostics["path"], diagnostics["producer"]) == (
+        "execution_diagnostics.txt",
+        "evaluate",
+    )
+    runs = cli_work / "dataset" / ".ageval" / "runs" / result["attempt_id"]
+    trace = (runs / "artifacts" / "execution_diagnostics.txt").read_text()
+    assert trace.startswith("Traceback (most recent call last):")
+    assert 'raise RuntimeError("the judge is unreachable")' in trace
+    assert trace.rstrip().endswith("RuntimeError: the judge is unreachable")

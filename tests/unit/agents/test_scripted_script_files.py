@@ -35,19 +35,17 @@ def _alias_bomb(levels: int = 6) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_an_alias_bomb_is_refused_quickly_with_bounded_memory(tmp_path: Path) -> None:
+def test_an_alias_bomb_is_refused_with_bounded_memory(tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(_alias_bomb())
     tracemalloc.start()
-    started = time.monotonic()
     try:
         with pytest.raises(ValueError, match="expands to more than"):
             scripted.script_json(bomb, display="bomb.yaml")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.monotonic() - started < 5
-    assert peak < 32 * 1024 * 1024
+    assert peak < 32 * 1024 * 1024  # the unbudgeted reader took gigabytes
 
 
 def test_an_agent_with_an_alias_bomb_script_fails_with_agent_script_invalid(

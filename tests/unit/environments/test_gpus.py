@@ -44,3 +44,16 @@ def test_an_unmet_request_is_environment_gpu_unavailable(monkeypatch: pytest.Mon
         gpus.check_gpus(1, ["A100"], what="the attempt")
     assert raised.value.code == "environment_gpu_unavailable"
     assert raised.value.message.startswith("the attempt: 1 GPU(s) of type A100")
+
+
+def test_requests_are_checked_in_order_and_name_the_container(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(gpus, "available_gpus", lambda: tuple(MIXED))
+    met = gpus.GpuRequest(2, ("H100",), "the attempt container")
+    gpus.check_requests([met, gpus.GpuRequest(None), gpus.GpuRequest(0, ("A100",))])
+    unmet = gpus.GpuRequest(1, ("A100",), "the scoring container")
+    with pytest.raises(EnvironmentFailure) as raised:
+        gpus.check_requests([met, unmet])
+    assert raised.value.code == "environment_gpu_unavailable"
+    assert raised.value.message.startswith("the scoring container: 1 GPU(s) of type A100")

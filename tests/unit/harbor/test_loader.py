@@ -485,7 +485,7 @@ def test_shared_mode_with_a_verifier_environment_is_invalid(
     assert "incompatible" in error.message and error.file == str(tmp_path / "dataset/a/task.toml")
 
 
-def test_healthcheck_users_artifacts_and_instruction(
+def test_healthcheck_artifacts_and_instruction_with_users_reported_unapplied(
     make_task: TaskFactory, tmp_path: Path
 ) -> None:
     toml = BASE_TOML.replace("[agent]\n", '[agent]\nuser = "agent"\n') + (
@@ -501,9 +501,11 @@ def test_healthcheck_users_artifacts_and_instruction(
         "extra_instruction_paths": [str(extra)],
         "extra_instructions": ["Inline."],
     }
-    spec = load_harbor_tasks(tmp_path / "dataset", job, environ={}).tasks[0]
+    loaded = load_harbor_tasks(tmp_path / "dataset", job, environ={})
+    spec = loaded.tasks[0]
+    unapplied = {w.field for w in loaded.warnings if w.code == codes.TASK_FIELD_UNAPPLIED}
+    assert {"agent.user", "verifier.user"} <= unapplied
     assert spec.healthcheck is not None and spec.healthcheck.retries == 5
-    assert (spec.agent_user, spec.verifier.user) == ("agent", "1000")
     assert [artifact.source for artifact in spec.artifacts] == ["/out", "/logs/more"]
     assert spec.instruction == "Do it.\n\n\nBe brief.\n\nInline."
 

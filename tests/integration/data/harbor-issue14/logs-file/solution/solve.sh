@@ -1,0 +1,2 @@
+#!/bin/bash
+rm -rf /logs && echo gone > /logs

@@ -1,0 +1,2 @@
+#!/bin/bash
+sleep 4 && touch /tmp/finished

@@ -1,0 +1,2 @@
+#!/bin/bash
+id -u > /tmp/agent-uid

@@ -209,7 +209,11 @@ def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_pa
             time.sleep(0.05)
         [running] = labelled(dataset, "ageval=attempt")
         plain_run(capsys, dataset)
-        assert _exists(running.id), "the container of a concurrent ageval was removed"
+        # gone only if the concurrent run finished (on a loaded machine it may); a reaped
+        # container would fail that run, which the last assertion checks
+        assert _exists(running.id) or concurrent.poll() is not None, (
+            "the container of a concurrent ageval was removed"
+        )
         assert _exists(made["live helper"]) and _exists(made["other host"])
         assert not _exists(made["pid reused"]) and not _exists(made["ended"])
         assert concurrent.wait(timeout=180) == 0, "the concurrent run failed"

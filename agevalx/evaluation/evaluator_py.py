@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.container import (
+    ATTEMPT_LABEL,
+    HOME,
+    WORKSPACE,
+    AttemptContainer,
+    ContainerSpec,
+)
+from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
@@ -56,12 +63,27 @@ Python = EvaluatorRuntime | HostPython
 def scoring_network(host: dict[str, Any]) -> str | None:
     """The scoring host's Docker network: `egress: none` is no network at all, else evaluate_
     host's `network` (the engine's default when unset; never the agent's). Seam: `egress: llm`
-    and `egress_allow` are not enforced here yet; the egress proxy of the run stage is to
-    take the scoring host's options from here."""
+    and `egress_allow` put the container behind `scoring_fence` instead."""
     if host.get("egress") == "none":
         return "none"
     network = host.get("network")
     return str(network) if network is not None else None
+
+
+def scoring_fence(lock: TaskLock, attempt_id: str) -> EgressFence | None:
+    """`egress: llm` on the scoring host: the same fence as the run stage's, letting out only
+    the bound profiles' base_url hosts and evaluate_host's `egress_allow` (no gateway route:
+    the evaluator holds no per-attempt token)."""
+    host = lock.binding.evaluate_host["environment_options"]
+    if host.get("egress") != "llm":
+        return None
+    allow = allowed_hosts(
+        [role.base_url for role in lock.binding.roles.values()],
+        host.get("egress_allow") or [],
+    )
+    return EgressFence.create(
+        allow, gateway_port=None, outside=scoring_network(host), labels={ATTEMPT_LABEL: attempt_id}
+    )
 
 
 def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:
@@ -180,6 +202,23 @@ class EvaluatorPy(Verifier):
         else:
             host = session.lock.binding.evaluate_host["environment_options"]
             runtime = HostPython(version=str(host.get("python_version", "3.12")))
+        fence = scoring_fence(session.lock, session.attempt_id)
+        if fence is not None:
+            spec = dataclasses.replace(
+                spec,
+                network=fence.network,
+                host_gateway=False,
+                environment=(*spec.environment, *fence.environment),
+            )
+        try:
+            return self._verify_in(session, spec, runtime, started)
+        finally:
+            if fence is not None:
+                fence.close()
+
+    def _verify_in(
+        self, session: ScoringSession, spec: ContainerSpec, runtime: Python, started: float
+    ) -> EvaluationResult:
         container = session.scoring_container(spec)
         hosts = None
         names = sorted(session.lock.task.evaluation.environments)

@@ -18,9 +18,10 @@ from agevalx.cli.options import (
     ModelOption,
     PrimaryMetricOption,
     ProfilesOption,
+    RemoteOption,
     TaskOption,
     harbor_options,
-    open_store,
+    open_layered_store,
 )
 from agevalx.cli.progress import JobProgress
 from agevalx.cli.render import print_json, render_reaped, stdout
@@ -44,6 +45,7 @@ def _document(outcome: RunOutcome) -> dict[str, Any]:
         "counts": outcome.report.counts(),
         "warnings": [warning.model_dump(mode="json") for warning in outcome.warnings],
         "reaped": outcome.reaped.model_dump(mode="json"),
+        "remote": outcome.remote.model_dump(mode="json") if outcome.remote else None,
     }
 
 
@@ -102,6 +104,13 @@ def _recap(outcome: RunOutcome) -> None:
                 )
     for warning in outcome.warnings:
         stdout.print(f"[yellow]warning[/] [{warning.code}] {warning.message}", highlight=False)
+    if outcome.remote is not None:
+        stdout.print(outcome.remote.summary(), markup=False)
+        for remote_warning in outcome.remote.warnings:
+            stdout.print(
+                f"[yellow]warning[/] [{remote_warning.code}] {remote_warning.message}",
+                highlight=False,
+            )
 
 
 def run(
@@ -155,6 +164,7 @@ def run(
     env_params: EnvParamsOption = None,
     primary_metric: PrimaryMetricOption = None,
     attempt_strategy: AttemptStrategyOption = None,
+    remote: RemoteOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -162,6 +172,10 @@ def run(
 
     Writes .ageval/runs/<attempt_id>/result.json and activity.jsonl; jobs (k > 1 or several
     tasks) also write .ageval/suite-runs/<job_id>/summary.json.
+
+    With --remote NAME (or $AGEVAL_REMOTE) a local miss is looked up on the remote before it
+    is computed, and each computed node is uploaded as soon as it is stored; a remote outage
+    is a warning, never a failure. The run ends with the remote's counts.
 
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
@@ -183,7 +197,7 @@ def run(
         harbor=harbor_options(job_config, env_params, primary_metric, attempt_strategy),
     )
     interactive = sys.stdout.isatty() and not as_json
-    with open_store(cache_dir) as store:
+    with open_layered_store(cache_dir, remote) as store:
         if interactive:
             with JobProgress() as progress:
                 outcome = run_attempts(

@@ -183,11 +183,9 @@ def _shared_libraries(
 
 def _copy_file(container: AttemptContainer, source: str, target: Path, mode: int) -> None:
     resolved = container.exec(f"readlink -f {source}", workdir="/", user="root").output.strip()
-    data = container.read_file(resolved or source, limit=-1)
-    if data is None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not container.copy_file(resolved or source, target):
         raise EnvironmentFailure(
             "evaluator_runtime_unavailable", f"cannot copy {source} out of the runtime image"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
     target.chmod(mode)

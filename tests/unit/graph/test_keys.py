@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,15 @@ import xxhash
 
 from agevalx.agents import bundles, scripted
 from agevalx.cache.store import CacheStore
-from agevalx.graph.keys import KEY_SCHEMA, key_material, lock_field, node_key, select_files
+from agevalx.graph import keys
+from agevalx.graph.keys import (
+    AGEVAL_VERSION,
+    KEY_SCHEMA,
+    key_material,
+    lock_field,
+    node_key,
+    select_files,
+)
 from agevalx.graph.rules import FileSelection, Rule, load_rules
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.planning import PlanRequest, plan
@@ -32,6 +41,7 @@ def test_key_material_has_schema_kind_version_inputs_and_sorted_parents() -> Non
     material = key_material(SYNTHETIC, {"request": {"attempt": 0}}, {"run": ["b" * 32, "a" * 32]})
     assert material == {
         "key_schema": KEY_SCHEMA,
+        "ageval": AGEVAL_VERSION,
         "kind": "demo",
         "rule_version": 3,
         "inputs": {"request": {"attempt": 0}},
@@ -39,14 +49,24 @@ def test_key_material_has_schema_kind_version_inputs_and_sorted_parents() -> Non
     }
 
 
-def test_node_key_is_xxh3_128_of_the_canonical_material_and_pinned() -> None:
+def test_node_key_is_xxh3_128_of_the_canonical_material_and_pinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(keys, "AGEVAL_VERSION", "0.1.0")
     key = node_key(SYNTHETIC, {"task_files": {"a.txt": "0" * 32}}, {"image": ["1" * 32]})
     canonical = (
-        '{"inputs":{"task_files":{"a.txt":"' + "0" * 32 + '"}},"key_schema":1,"kind":"demo",'
-        '"parents":{"image":["' + "1" * 32 + '"]},"rule_version":3}'
+        '{"ageval":"0.1.0","inputs":{"task_files":{"a.txt":"' + "0" * 32 + '"}},'
+        '"key_schema":2,"kind":"demo","parents":{"image":["' + "1" * 32 + '"]},"rule_version":3}'
     )
     assert key == xxhash.xxh3_128_hexdigest(canonical.encode())
-    assert key == "f074089d704fa33bc6ec12e25cedef01"
+    assert key == "05900c082ff6ccbe1049779ec9b15d9b"
+
+
+def test_the_ageval_release_enters_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = node_key(SYNTHETIC, {}, {})
+    monkeypatch.setattr(keys, "AGEVAL_VERSION", "99.0.0")
+    assert node_key(SYNTHETIC, {}, {}) != before
+    assert importlib.metadata.version("agevalx") == AGEVAL_VERSION
 
 
 def test_parent_order_does_not_change_the_key() -> None:
@@ -94,10 +114,10 @@ def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
 
 
 GOLDEN_KEYS = {
-    "lock:alpha": "6e76f604ceb470db872c798bf993f859",
-    "image:alpha": "493f0edbeabcc50c3222b57152a32b27",
-    "run:alpha#0": "b568409781aee6852d8fa6615e367c8c",
-    "evaluate:alpha#0": "94b12458c7e74c78e8ffddcdd2b8200b",
+    "lock:alpha": "65f373caec7f18c490c3d23dfc328cd0",
+    "image:alpha": "9c3da070438b246560d7defe033cc2a3",
+    "run:alpha#0": "27da55fb227bb0544445e4c556b5785b",
+    "evaluate:alpha#0": "84974d470f2590762c307ca318f862a5",
 }
 
 
@@ -105,7 +125,7 @@ def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: 
     planned = plan(PlanRequest(dataset=dataset, tasks=("alpha",), k=2), store)
     keys = {node.id: node.key for node in planned.nodes()}
     assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
-    assert keys["summary:job"] == "e22a7c67ba61fa358573a59a6ab361a5"
+    assert keys["summary:job"] == "3fbe819dde6ea50ed241d419d830ca23"
 
 
 AGENT_PROFILES = """\

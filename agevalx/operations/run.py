@@ -151,7 +151,11 @@ def run(
         outcome = _run(request, store, attempts, _Callbacks(on_progress, on_start, on_plan))
     outcome.reaped = reaped
     outcome.job_ref = record_job(
-        store, outcome.results, outcome.summary, _kept_checkpoints(outcome, store)
+        store,
+        outcome.results,
+        outcome.summary,
+        _kept_checkpoints(outcome, store),
+        dataset_of(outcome.plan).version,
     )
     if isinstance(store, LayeredStore):
         outcome.remote = store.remote_stats

@@ -14,59 +14,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from agevalx.cache.backend import ActionId, CacheBackend, ObjectId
+from agevalx.cache.backend import CacheBackend, ObjectId
 from agevalx.cache.errors import CacheError
+from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 from agevalx.cache.transfer import TransferProgress, TransferReport, pull, push
 from agevalx.errors import UsageError
 from agevalx.fsutil import atomic_write
-from agevalx.hashing import canonical_json, digest_json
+from agevalx.hashing import digest_json
+from agevalx.reports.leaderboard import leaderboard
+from agevalx.reports.models import Report
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
+from agevalx.results.records import FINISHED, JobRecord
 
 JOB_REF_PREFIX = "job."
-FINISHED = ("reused", "computed")
-
-
-class JobRecord(BaseModel):
-    """What one `ageval run` produced, as the views it wrote (a blob named by a job ref)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    format: Literal["ageval.job/1"] = "ageval.job/1"
-    """Format version."""
-    job_id: str
-    """The job's id (its suite-runs directory), or the attempt id of a one-attempt run."""
-    dataset_id: str
-    """From ageval.yaml."""
-    results: list[AttemptResult]
-    """Every attempt's result.json document."""
-    summary: dict[str, Any] | None = None
-    """summary.json of a job (k > 1 or several tasks); None for one attempt."""
-    checkpoints: list[str] = []
-    """Keys of the checkpoint nodes the runs took (kept for fork and resume)."""
-
-    def canonical_bytes(self) -> bytes:
-        return canonical_json(self.model_dump(mode="json"))
-
-    def roots(self) -> list[ActionId]:
-        """Every node entry the job's views are made from."""
-        found = {
-            ActionId(node.kind, node.key)
-            for result in self.results
-            for node in result.nodes
-            if node.outcome in FINISHED
-        }
-        found |= {ActionId("checkpoint", key) for key in self.checkpoints}
-        if self.summary is not None:
-            found.add(ActionId("summary", str(self.summary["summary_key"])))
-        return sorted(found)
 
 
 def job_ref(job_id: str) -> str:
@@ -79,6 +46,7 @@ def record_job(
     results: list[AttemptResult],
     summary: JobSummary | None,
     checkpoints: list[str],
+    dataset_version: str | None = None,
 ) -> str | None:
     """File the record and the ref of a run's job; the ref's name (None without results)."""
     if not results:
@@ -89,6 +57,7 @@ def record_job(
         results=results,
         summary=summary.model_dump(mode="json") if summary is not None else None,
         checkpoints=sorted(set(checkpoints)),
+        dataset_version=dataset_version,
     )
     name = job_ref(record.job_id)
     with store.in_use():
@@ -257,3 +226,17 @@ def _require_some(jobs: list[Job], dataset_id: str | None, job_id: str | None, w
         field="--job" if job_id else "DATASET",
         hint="every ageval run records its job; push it from the machine that ran it",
     )
+
+
+def remote_leaderboard(
+    store: LayeredStore, dataset: Path, job_id: str | None = None
+) -> tuple[Report, str, bool]:
+    """The leaderboard of a dataset's jobs (or of one job) on the remote `store` reads
+    through: made from their records alone, starting no container. Returns the report, the
+    leaderboard node's key and whether the node was reused (locally or from the remote)."""
+    remote = store.remote
+    jobs, _ = find_jobs(
+        remote, remote.list_refs(), dataset_id=dataset_id_of(dataset), job_id=job_id
+    )
+    _require_some(jobs, dataset_id_of(dataset), job_id, f"remote {remote.location}")
+    return leaderboard(store, [job.record for job in jobs])

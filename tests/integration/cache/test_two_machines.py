@@ -34,6 +34,7 @@ RUNCASES = ROOT / "tests/integration/data/runcases"
 TASK = "echo-pass"
 JOB = ("--task", TASK, "--task", "three-steps", "-k", "2")
 """A k=2 job of two tasks: the oracle's and a scripted agent's (which takes checkpoints)."""
+FORMATS = ("json", "markdown", "csv", "html", "table")
 SCORING_CONTAINERS = ("ageval-eval-", "ageval-evaluator-")
 """Name prefixes of the containers evaluation starts (every other one is an attempt's)."""
 _buckets = itertools.count()
@@ -67,10 +68,10 @@ class Machine:
         out = self.capsys.readouterr().out
         return code, json.loads(out)
 
-    def report(self) -> bytes:
-        out = self.dataset.parent / "report.md"
+    def report(self, *remote: str, form: str = "markdown") -> bytes:
+        out = self.dataset.parent / f"report.{form}"
         code, _ = self.ageval(
-            "report", str(self.dataset), "-f", "markdown", "-o", str(out), cache=False
+            "report", str(self.dataset), "-f", form, "-o", str(out), *remote, cache=bool(remote)
         )
         assert code == 0
         return out.read_bytes()
@@ -106,19 +107,24 @@ def _remove_images(cache: Path) -> int:
     return removed
 
 
-def _outcomes(document: dict[str, Any], kind: str) -> list[str]:
-    return [item["outcome"] for item in document["nodes"] if item["kind"] == kind]
-
-
-def _agent_containers_since(started: float) -> int:
-    """Attempt containers (where agents run) this process created since `started`."""
+def _containers_since(started: float) -> list[str]:
+    """Names of the containers this process created since `started`."""
     events = client().events(
         since=int(started),
         until=int(time.time()) + 1,
         decode=True,
         filters={"type": "container", "event": "create", "label": f"ageval.session={SESSION}"},
     )
-    names = [event["Actor"]["Attributes"]["name"] for event in events]
+    return [event["Actor"]["Attributes"]["name"] for event in events]
+
+
+def _outcomes(document: dict[str, Any], kind: str) -> list[str]:
+    return [item["outcome"] for item in document["nodes"] if item["kind"] == kind]
+
+
+def _agent_containers_since(started: float) -> int:
+    """Attempt containers (where agents run) this process created since `started`."""
+    names = _containers_since(started)
     return sum(1 for name in names if not name.startswith(SCORING_CONTAINERS))
 
 
@@ -144,7 +150,22 @@ def test_b_pulls_a_job_renders_its_report_and_rescores_without_the_agent(
     assert pushed["entries_copied"] == 0 and pushed["objects_copied"] == 0
     assert pushed["jobs"] == [ran["summary"]["job_id"]]
     report_a = a.report()
+    leaderboard_a = {form: a.report("--remote", "shared", form=form) for form in FORMATS}
     assert _remove_images(a.cache) >= 2
+
+    # A fresh machine renders the leaderboard from the remote alone: no container, no path.
+    fresh = Machine(tmp_path / "fresh", capsys)
+    _add_remote(fresh, s3_server, bucket)
+    started = time.time()
+    leaderboard = {form: fresh.report("--remote", "shared", form=form) for form in FORMATS}
+    assert _containers_since(started) == []
+    assert leaderboard == leaderboard_a
+    document = json.loads(leaderboard["json"])
+    assert str(tmp_path) not in leaderboard["json"].decode()
+    assert document["provenance"]["datasets"][0]["id"] == ran["dataset"]
+    assert sum(row["metrics"]["n"] for row in document["overall"]) == 4
+    assert all(row["pass_rate_stderr"] is not None for row in document["tasks"])
+    assert not (fresh.dataset / ".ageval").exists()
 
     _add_remote(b, s3_server, bucket)
     code, pulled = b.ageval("cache", "pull", str(b.dataset), "--remote", "shared")

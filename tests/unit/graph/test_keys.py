@@ -106,6 +106,7 @@ def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
         "evaluate",
         "summary",
         "replay",
+        "leaderboard",
     }
     assert rules["evaluate"].parents == ["run", "scoring_image"]
     assert rules["scoring_image"].when == "scoring_image"

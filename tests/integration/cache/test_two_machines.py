@@ -238,3 +238,45 @@ def test_a_dead_remote_leaves_the_run_green_with_a_warning(
     assert ran["results"][0]["status"] == "PASS"
     assert [w["code"] for w in ran["remote"]["warnings"]] == ["remote_unavailable"]
     assert ran["remote"]["write_errors"] > 0 and ran["remote"]["uploads"] == 0
+
+
+def test_b_forks_from_the_checkpoints_of_an_attempt_a_kept(
+    docker_engine, s3_server, bucket, tmp_path, capsys
+):
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    _add_remote(a, s3_server, bucket)
+    code, ran = a.ageval(
+        "run",
+        str(a.dataset),
+        "--task",
+        "three-steps",
+        "--keep-recovery-state",
+        "--remote",
+        "shared",
+    )
+    assert code == 0, ran
+    attempt = ran["results"][0]["attempt_id"]
+    _remove_images(a.cache)
+
+    _add_remote(b, s3_server, bucket)
+    code, pulled = b.ageval("cache", "pull", str(b.dataset), "--job", attempt, "--remote", "shared")
+    assert code == 0 and pulled["views"] == [attempt], pulled
+    code, listing = b.ageval("checkpoints", str(b.dataset), "--run", attempt, cache=False)
+    assert code == 0 and [p["step"] for p in listing["checkpoints"]] == [0, 1, 2]
+    second = listing["checkpoints"][1]
+    code, forked = b.ageval(
+        "run",
+        str(b.dataset),
+        "--task",
+        "three-steps",
+        "--fork",
+        attempt,
+        "--checkpoint",
+        str(second["seq"]),
+        "--model",
+        "mock-model-2",
+    )
+    assert code == 0, forked
+    child = forked["results"][0]
+    assert child["status"] == "PASS"
+    assert child["forked_from"] == {"attempt_id": attempt, "checkpoint": second["key"]}

@@ -7,7 +7,8 @@ two action methods also talk to a `RemoteStore`:
   every object it reaches downloads and re-hashes to its digest (and, with a signing key,
   the entry's signature verifies); the objects and then the entry are stored locally, and
   the local entry is returned. Anything else is a miss plus a warning.
-- `set_ref`: a ref (a job's) is set on both, with the blobs it names directly.
+- `publish_ref`: a ref (a job's, a leaderboard's) is set on the remote, with the blobs it
+  names directly.
 - `put_action`: once the entry is stored locally, it is uploaded with every object it
   reaches that the remote lacks, at once, so a crash loses nothing that finished. A
   read-only remote is never written to.
@@ -74,11 +75,10 @@ class LayeredStore(CacheStore):
                 f"{skipped.action} was not uploaded to {self.remote.location}: {skipped.reason}",
             )
 
-    def set_ref(self, name: str, targets: Iterable[str]) -> None:
-        """Set the ref locally, then on the remote with the blobs it names directly (a job's
-        record); the entries it names were uploaded as they were stored."""
+    def publish_ref(self, name: str, targets: Iterable[str]) -> None:
+        """Set a ref on the remote (a gc root there), uploading the blobs it names directly
+        (a job's record); the entries it names were uploaded as they were stored."""
         kept = tuple(targets)
-        super().set_ref(name, kept)
         if self.remote.read_only:
             return
         if not self.remote.available:

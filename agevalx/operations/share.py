@@ -2,10 +2,12 @@
 the `.ageval/` views a pull writes.
 
 Every `ageval run` files a **job record** (the attempts' result.json documents and the job
-summary, as one canonical JSON blob) and a ref `job.<digest of the job id>` keeping the
+summary, as one canonical JSON blob) and a job ref `job.<digest of the job id>` naming the
 record and every node entry the job's results name (locks, images, runs, checkpoints,
-evaluations, the summary). The ref is a gc root, and it is what a push or pull of a
-`DATASET` or `--job ID` moves: only the objects the other side lacks. A pull then writes
+evaluations, the summary). Locally the job refs are an index under `<cache>/jobs/`, not gc
+roots (local gc keeps its own policy); on a remote they are refs, so remote gc keeps every
+job pushed. A push or pull of a `DATASET` or `--job ID` moves what they name that the other
+side lacks. A pull then writes
 the dataset's views from the record and the pulled entries, so `ageval report DATASET`
 works on the pulling machine as on the machine that ran the jobs.
 """
@@ -17,10 +19,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agevalx.cache.atomic import write_atomic
 from agevalx.cache.backend import CacheBackend, ObjectId
 from agevalx.cache.errors import CacheError
 from agevalx.cache.layered import LayeredStore
-from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.layout import REF_NAME_RE, check_ref_name
+from agevalx.cache.manifest import ActionManifest, RefFile
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 from agevalx.cache.transfer import TransferProgress, TransferReport, pull, push
@@ -34,6 +38,8 @@ from agevalx.results.paths import attempt_dir, suite_dir
 from agevalx.results.records import FINISHED, JobRecord
 
 JOB_REF_PREFIX = "job."
+JOBS_DIR = "jobs"
+"""`<cache>/jobs/`: the local index of job refs (not gc roots)."""
 
 
 def job_ref(job_id: str) -> str:
@@ -62,8 +68,31 @@ def record_job(
     name = job_ref(record.job_id)
     with store.in_use():
         digest = store.put_bytes(record.canonical_bytes())
-        store.set_ref(name, [digest, *(str(action) for action in record.roots())])
+        targets = [digest, *(str(action) for action in record.roots())]
+        index_job(store, name, targets)
+    if isinstance(store, LayeredStore):
+        store.publish_ref(name, targets)
     return name
+
+
+def index_job(store: CacheStore, name: str, targets: list[str]) -> None:
+    """Record a job ref in the local index (`<cache>/jobs/<name>`)."""
+    ref = RefFile(targets=tuple(sorted(set(targets))))
+    write_atomic(store.tmp, store.root / JOBS_DIR / check_ref_name(name), ref.canonical_bytes())
+
+
+def local_jobs(store: CacheStore) -> dict[str, tuple[str, ...]]:
+    """The local index of job refs (malformed files are left out)."""
+    found: dict[str, tuple[str, ...]] = {}
+    directory = store.root / JOBS_DIR
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if not REF_NAME_RE.fullmatch(path.name):
+            continue
+        try:
+            found[path.name] = RefFile.model_validate_json(path.read_bytes()).targets
+        except (OSError, ValidationError):
+            continue
+    return found
 
 
 @dataclass
@@ -126,7 +155,7 @@ def push_jobs(
     progress: TransferProgress | None = None,
 ) -> ShareReport:
     """Upload the jobs' records, entries and objects that the remote lacks, then their refs."""
-    refs = store.list_refs()
+    refs = local_jobs(store)
     jobs, problems = find_jobs(store, refs, dataset_id=dataset_id, job_id=job_id)
     _require_some(jobs, dataset_id, job_id, "this cache")
     remote.require_writable()
@@ -162,7 +191,7 @@ def pull_jobs(
         roots = sorted({root for job in jobs for root in job.record.roots()})
         report = pull(store, remote, roots, progress=progress)
         for job in jobs:
-            store.set_ref(job.ref, refs[job.ref])
+            index_job(store, job.ref, list(refs[job.ref]))
     written: list[str] = []
     if dataset is not None:
         for job in jobs:
@@ -204,8 +233,15 @@ def checkpoint_keys(store: CacheStore, run: ActionManifest | None) -> list[str]:
 
 
 def _checkpoints_present(store: CacheStore, record: JobRecord, run: ActionManifest) -> bool:
-    keys = checkpoint_keys(store, run)
-    return bool(keys) and all(store.get_action("checkpoint", key) for key in keys)
+    """Whether the run kept checkpoints that the record names and this cache holds."""
+    if not record.checkpoints:
+        return False
+    try:
+        keys = checkpoint_keys(store, run)
+    except (ValueError, CacheError):  # an activity that does not parse keeps no cut point
+        return False
+    held = all(store.get_action("checkpoint", key) for key in keys)
+    return bool(keys) and set(keys) <= set(record.checkpoints) and held
 
 
 def dataset_id_of(dataset: Path) -> str:

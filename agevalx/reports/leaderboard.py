@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.graph.execute import ExecutionContext, NodeResult, check_outputs
@@ -146,5 +147,8 @@ def leaderboard(store: CacheStore, records: list[JobRecord]) -> tuple[Report, st
             store.put_action(action)
     report = Report.model_validate_json(store.get_bytes(action.outputs["report"].digest))
     datasets = sorted({record.dataset_id for record in records})
-    store.set_ref(REF_PREFIX + digest_json(["leaderboard", datasets]), [f"{KIND}/{node.key}"])
+    name, targets = REF_PREFIX + digest_json(["leaderboard", datasets]), [f"{KIND}/{node.key}"]
+    store.set_ref(name, targets)
+    if isinstance(store, LayeredStore):
+        store.publish_ref(name, targets)
     return report, node.key, reused

@@ -1,15 +1,22 @@
-"""Push and pull of a job's worth of cached attempts through a local S3 server.
+"""Push and pull of a job's worth of cached attempts through a local S3 server, and a
+second machine rendering the job's leaderboard from the remote.
 
 Usage: python benchmarks/bench_remote.py [--attempts 1000]
 
 Fills a cache with N synthetic attempts (a run entry: activity and transcript blobs, a
 workspace tree of three files, one of them shared by every attempt, a home tree; and an
-evaluate entry with its result blob), starts moto's S3 server on 127.0.0.1, and prints:
+evaluate entry with its result blob), records them as one job (100 tasks x N/100 attempts:
+result documents, a summary entry, the job ref), starts moto's S3 server on 127.0.0.1, and
+prints:
 
-- push to an empty bucket, push again (nothing to move), pull into an empty cache;
+- push of the job to an empty bucket, push again (nothing to move), pull of the job into an
+  empty cache (which also writes the dataset's .ageval/ views);
 - the same bytes moved by raw s3fs calls (`pipe_file` / `cat_file`, same concurrency, no
   existence checks, no hashing, no signing): the floor the remote layer is measured against;
-- bytes moved per attempt, and the ratios.
+- bytes moved per attempt, and the ratios;
+- a fresh machine's `ageval report --remote` of the dataset (a new process, an empty cache,
+  no result file, `DOCKER_HOST` pointing nowhere so that any container would fail it): its
+  wall time against the 10 s goal, and the same again once the leaderboard node is stored.
 
 Figures only, no assertions. The server is a Python process on the same 2 cores, so
 absolute times mostly measure moto; the ratios are the meaningful part.
@@ -20,6 +27,9 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,10 +39,19 @@ from agevalx.cache import ActionManifest, CacheStore, OutputRef, TreeEntry, Tree
 from agevalx.cache.backend import ObjectId
 from agevalx.cache.closure import WORKERS, closure
 from agevalx.cache.remote import RemoteStore
+from agevalx.cache.remote.config import add_remote
 from agevalx.cache.remote.entry import RemoteEntry
 from agevalx.cache.remote.s3server import CREDENTIALS, LocalS3Server
-from agevalx.cache.transfer import all_entries, pull, push
+from agevalx.cache.transfer import all_entries
 from agevalx.hashing import ALGORITHM, digest_json
+from agevalx.operations.share import pull_jobs, push_jobs, record_job
+from agevalx.results.metrics import overall_metrics, task_metrics
+from agevalx.results.models import AttemptResult, JobSummary, NodeRef
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASET = ROOT / "examples/datasets/minimal-demo"
+DATASET_ID = "ageval/minimal-demo"
+TASKS = 100
 
 SHARED_FILE = b"# the task's README, identical in every workspace\n" * 40
 
@@ -74,6 +93,74 @@ def fill(store: CacheStore, attempts: int) -> None:
                     {"status": "PASS"},
                 )
             )
+
+
+def record(store: CacheStore, attempts: int) -> None:
+    """Record the filled attempts as one job: results, a summary entry and the job ref."""
+    k = max(1, attempts // TASKS)
+    results = []
+    for index in range(attempts):
+        task, attempt = f"task-{index % TASKS:03d}", index // TASKS
+        run_key = digest_json(["bench run", index])
+        evaluate_key = digest_json(["bench evaluate", index])
+        results.append(
+            AttemptResult(
+                attempt_id=f"{task}-{attempt}-{run_key[:12]}",
+                dataset_id=DATASET_ID,
+                task_id=task,
+                attempt=attempt,
+                status="PASS" if index % 3 else "FAIL",
+                score=1.0 if index % 3 else 0.0,
+                agents={"solver": "oracle"},
+                models={"solver": None},
+                config_digest=digest_json(["bench lock", task]),
+                nodes=[
+                    NodeRef(
+                        id=f"run:{task}#{attempt}", kind="run", key=run_key, outcome="computed"
+                    ),
+                    NodeRef(
+                        id=f"evaluate:{task}#{attempt}",
+                        kind="evaluate",
+                        key=evaluate_key,
+                        outcome="computed",
+                    ),
+                ],
+            )
+        )
+    tasks = {}
+    for task in sorted({result.task_id for result in results}):
+        mine = [result for result in results if result.task_id == task]
+        statuses = [result.status for result in mine]
+        tasks[task] = task_metrics(statuses, [r.score for r in mine], [None] * len(mine), k)
+    summary_key = digest_json(["bench summary", attempts])
+    summary = JobSummary(
+        job_id=f"bench-{summary_key[:12]}",
+        dataset_id=DATASET_ID,
+        k=k,
+        tasks=tasks,
+        overall=overall_metrics(list(tasks.values())),
+        attempts=[{"task": r.task_id, "attempt_id": r.attempt_id} for r in results],
+        summary_key=summary_key,
+    )
+    with store.in_use():
+        blob = store.put_bytes(summary.model_dump_json(indent=2).encode())
+        store.put_action(
+            ActionManifest.create(
+                "summary", summary_key, {"summary": OutputRef(digest=blob, type="blob")}, {}
+            )
+        )
+    record_job(store, results, summary, [], "1.0")
+
+
+def render_from_remote(cache: Path, dataset: Path) -> tuple[float, bytes]:
+    """`ageval report --remote shared DATASET` in a new process: its wall time and output."""
+    out = cache.parent / "leaderboard.md"
+    command = [sys.executable, "-m", "agevalx", "report", str(dataset), "--remote", "shared"]
+    command += ["--cache-dir", str(cache), "-f", "markdown", "-o", str(out)]
+    environment = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=environment, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started, out.read_bytes()
 
 
 def _tree(store: CacheStore, files: dict[str, bytes]) -> str:
@@ -125,6 +212,7 @@ def main() -> None:
         a = CacheStore(root / "a")
         started = time.perf_counter()
         fill(a, args.attempts)
+        record(a, args.attempts)
         print(f"filled {args.attempts} attempts in {time.perf_counter() - started:.1f}s")
         items = payload(a)
         total = sum(map(len, items.values()))
@@ -132,19 +220,32 @@ def main() -> None:
 
         bucket = server.create_bucket("bench")
         with RemoteStore(bucket, options=server.options) as remote:
-            first = push(a, remote, all_entries(a))
-            second = push(a, remote, all_entries(a))
+            first = push_jobs(a, remote, dataset_id=DATASET_ID).transfer
+            second = push_jobs(a, remote, dataset_id=DATASET_ID).transfer
         b = CacheStore(root / "b")
+        dataset = root / "dataset"
+        shutil.copytree(DATASET, dataset, ignore=shutil.ignore_patterns(".ageval"))
         with RemoteStore(bucket, options=server.options) as remote:
-            pulled = pull(b, remote, all_entries(remote))
-        assert first.ok and second.ok and pulled.ok
+            shared = pull_jobs(b, remote, dataset=dataset, dataset_id=DATASET_ID)
+        pulled = shared.transfer
+        assert first.ok and second.ok and pulled.ok and len(shared.views) == args.attempts
         raw_put, raw_get = raw_put_and_get(server, server.create_bucket("raw"), items)
+
+        fresh = root / "fresh" / "cache"
+        add_remote(CacheStore(fresh), "shared", bucket, options=server.options)
+        empty = root / "fresh" / "dataset"
+        shutil.copytree(DATASET, empty, ignore=shutil.ignore_patterns(".ageval"))
+        cold, cold_bytes = render_from_remote(fresh, empty)
+        other = root / "other" / "cache"
+        add_remote(CacheStore(other), "shared", bucket, options=server.options)
+        warm, warm_bytes = render_from_remote(other, empty)
+        assert cold_bytes == warm_bytes and not (empty / ".ageval").exists()
 
     per_attempt = first.bytes_copied / args.attempts
     rows = [
-        ("push (empty remote)", first.seconds, first.bytes_copied, raw_put),
-        ("push again (all present)", second.seconds, second.bytes_copied, raw_put),
-        ("pull (empty cache)", pulled.seconds, pulled.bytes_copied, raw_get),
+        ("push job (empty remote)", first.seconds, first.bytes_copied, raw_put),
+        ("push job again (present)", second.seconds, second.bytes_copied, raw_put),
+        ("pull job (empty cache)", pulled.seconds, pulled.bytes_copied, raw_get),
     ]
     print(f"{'':28} {'seconds':>8} {'MB moved':>9} {'raw s3fs s':>11} {'vs raw':>7}")
     for name, seconds, moved, raw in rows:
@@ -153,7 +254,13 @@ def main() -> None:
         f"push: {first.entries_copied} entries + {first.objects_copied} objects, "
         f"{per_attempt:.0f} bytes per attempt ({first.objects_copied / args.attempts:.1f} "
         f"objects); re-push moved {second.bytes_copied} bytes; pull "
-        f"{pulled.seconds / first.seconds:.2f}x the push time"
+        f"{pulled.seconds / first.seconds:.2f}x the push time (views included)"
+    )
+    print(
+        f"leaderboard of {args.attempts} attempts from the remote on a fresh machine: "
+        f"{cold:.2f}s rendering the node ({cold / 10:.2f}x the 10 s goal), {warm:.2f}s "
+        f"reading it back on another; 0 containers (DOCKER_HOST pointed nowhere); "
+        f"{len(cold_bytes)} bytes of markdown, identical on both"
     )
 
 

@@ -7,6 +7,8 @@ two action methods also talk to a `RemoteStore`:
   every object it reaches downloads and re-hashes to its digest (and, with a signing key,
   the entry's signature verifies); the objects and then the entry are stored locally, and
   the local entry is returned. Anything else is a miss plus a warning.
+- `publish_ref`: a ref (a job's, a leaderboard's) is set on the remote, with the blobs it
+  names directly.
 - `put_action`: once the entry is stored locally, it is uploaded with every object it
   reaches that the remote lacks, at once, so a crash loses nothing that finished. A
   read-only remote is never written to.
@@ -17,9 +19,12 @@ The remote never fails an operation: its errors become warnings and counts in
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from agevalx.cache.backend import ActionId
+from agevalx.cache.backend import ActionId, ObjectId
+from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.remote.stats import RemoteStats
 from agevalx.cache.remote.store import RemoteStore
@@ -70,6 +75,40 @@ class LayeredStore(CacheStore):
                 f"{skipped.action} was not uploaded to {self.remote.location}: {skipped.reason}",
             )
 
+    def publish_ref(self, name: str, targets: Iterable[str]) -> None:
+        """Set a ref on the remote (a gc root there), uploading the blobs it names directly
+        (a job's record); the entries it names were uploaded as they were stored."""
+        kept = tuple(targets)
+        if self.remote.read_only:
+            return
+        if not self.remote.available:
+            self.remote.stats.add(write_errors=1)
+            return
+        blobs = {ObjectId("blob", target) for target in kept if "/" not in target}
+        try:
+            for obj in sorted(self.remote.missing_objects(blobs)):
+                self.remote.write_object(obj, self.read_object(obj))
+            self.remote.set_ref(name, kept)
+        except CacheError as exc:
+            self.remote.stats.add(write_errors=1)
+            if self.remote.available:
+                self.remote.stats.warn(
+                    "remote_write_failed",
+                    f"ref {name} was not uploaded to {self.remote.location}: {exc.message}",
+                )
+
     def close(self) -> None:
         super().close()
         self.remote.close()
+
+
+def open_cache(root: Path, remote: str | None = None) -> CacheStore:
+    """The cache at `root`, layered over `remote` (a configured name or a URL) or over
+    `$AGEVAL_REMOTE` when either is given; otherwise the local cache alone."""
+    from agevalx.cache.remote.config import REMOTE_ENV, open_remote
+
+    if not (remote or os.environ.get(REMOTE_ENV)):
+        return CacheStore(root)
+    with CacheStore(root) as local:
+        opened = open_remote(local, remote)
+    return LayeredStore(root, opened)

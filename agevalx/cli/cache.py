@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -36,6 +37,7 @@ from agevalx.cli.render import print_json, stderr, stdout
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import UsageError
 from agevalx.images.gc import ImageGcReport, collect_images
+from agevalx.operations.share import ShareReport, dataset_id_of, pull_jobs, push_jobs
 from agevalx.operations.verify import verify as verify_store
 
 app = typer.Typer(help="Inspect and maintain the content-addressed cache.")
@@ -231,44 +233,116 @@ def _gc_remote(name: str, keep_newest: int, cache_dir: Any, as_json: bool) -> No
     )
 
 
+DatasetOption = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional here
+    typer.Argument(
+        help="A dataset directory: its jobs (a pull also writes its .ageval/ views).",
+        show_default=False,
+    ),
+]
+JobIdOption = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--job", help="Only this job (its id: a suite-runs directory name)."),
+]
+
+
 @app.command(name="push")
 def push_command(
+    dataset: DatasetOption = None,
+    job: JobIdOption = None,
     everything: AllOption = False,
     remote: RemoteOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Upload cached nodes, and what they reach, that the remote lacks (with --all: all)."""
-    _require_all(everything, "push")
+    """Upload a dataset's jobs, one job, or (--all) every cached node, with what they reach,
+    that the remote lacks."""
+    _require_selection(dataset, job, everything, "push")
     with open_store(cache_dir) as store, open_remote(store, remote) as opened:
+        if everything:
+            with _progress_bar(as_json) as bar:
+                report = push(store, opened, all_entries(store), progress=bar)
+            refs = push_refs(store, opened)
+            _render_transfer(report, opened, as_json, refs=refs)
+            return
         with _progress_bar(as_json) as bar:
-            report = push(store, opened, all_entries(store), progress=bar)
-        refs = push_refs(store, opened)
-        _render_transfer(report, opened, as_json, refs=refs)
+            shared = push_jobs(
+                store,
+                opened,
+                dataset_id=dataset_id_of(dataset) if dataset is not None else None,
+                job_id=job,
+                progress=bar,
+            )
+        _render_share(shared, opened, as_json)
 
 
 @app.command(name="pull")
 def pull_command(
+    dataset: DatasetOption = None,
+    job: JobIdOption = None,
     everything: AllOption = False,
     remote: RemoteOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Download cached nodes, and what they reach, that this cache lacks (with --all: all)."""
-    _require_all(everything, "pull")
+    """Download a dataset's jobs (and write its .ageval/ views), one job, or (--all) every
+    node of the remote, with what they reach, that this cache lacks."""
+    _require_selection(dataset, job, everything, "pull")
     with open_store(cache_dir) as store, open_remote(store, remote) as opened:
+        if everything:
+            with _progress_bar(as_json) as bar:
+                report = pull(store, opened, all_entries(opened), progress=bar)
+            _render_transfer(report, opened, as_json)
+            return
         with _progress_bar(as_json) as bar:
-            report = pull(store, opened, all_entries(opened), progress=bar)
-        _render_transfer(report, opened, as_json)
+            shared = pull_jobs(
+                store,
+                opened,
+                dataset=dataset,
+                dataset_id=dataset_id_of(dataset) if dataset is not None else None,
+                job_id=job,
+                progress=bar,
+            )
+        _render_share(shared, opened, as_json)
 
 
-def _require_all(everything: bool, verb: str) -> None:
-    if not everything:
+def _require_selection(dataset: Path | None, job: str | None, everything: bool, verb: str) -> None:
+    if everything and (dataset is not None or job is not None):
         raise UsageError(
             "usage_error",
-            f"say what to {verb}: --all",
-            hint=f"ageval cache {verb} --all moves every cached node that the other side lacks",
+            f"--all {verb}es every node: give it no DATASET and no --job",
+            field="--all",
         )
+    if not everything and dataset is None and job is None:
+        raise UsageError(
+            "usage_error",
+            f"say what to {verb}: a DATASET directory, --job ID, or --all",
+            hint=f"ageval cache {verb} DATASET moves the dataset's jobs that the other side lacks",
+        )
+
+
+def _render_share(shared: ShareReport, remote: RemoteStore, as_json: bool) -> None:
+    if as_json:
+        document: dict[str, Any] = {
+            "ok": shared.transfer.ok and not shared.problems,
+            **shared.transfer.model_dump(mode="json"),
+            "jobs": shared.jobs,
+            "views": shared.views,
+            "problems": shared.problems,
+            "remote_stats": remote.stats.model_dump(mode="json"),
+        }
+        print_json(document)
+        if not document["ok"]:
+            raise typer.Exit(1)
+        return
+    stdout.print(f"jobs: {', '.join(shared.jobs)}", markup=False)
+    if shared.views:
+        stdout.print(f"wrote the views of {len(shared.views)} attempts", markup=False)
+    for problem in shared.problems:
+        stderr.print(f"skipped job ref {problem}", markup=False)
+    _render_transfer(shared.transfer, remote, as_json=False)
+    if shared.problems:
+        raise typer.Exit(1)
 
 
 class _Bar:

@@ -8,7 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from agevalx.cache.layered import open_cache
 from agevalx.cache.location import resolve_cache_dir
+from agevalx.cache.remote.config import REMOTE_ENV
 from agevalx.cache.store import CacheStore
 from agevalx.harbor.options import HarborOptions
 
@@ -37,6 +39,14 @@ ProfilesOption = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(help="Use this profiles file instead of the dataset's profiles.yaml."),
 ]
+RemoteOption = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional here
+    typer.Option(
+        "--remote",
+        help=f"A configured remote's name, or a URL (default: ${REMOTE_ENV}).",
+        show_default=False,
+    ),
+]
 DatasetArgument = Annotated[
     Path, typer.Argument(help="The dataset directory (holds ageval.yaml).", show_default=False)
 ]
@@ -44,6 +54,11 @@ DatasetArgument = Annotated[
 
 def open_store(cache_dir: Path | None) -> CacheStore:
     return CacheStore(resolve_cache_dir(str(cache_dir) if cache_dir else None))
+
+
+def open_layered_store(cache_dir: Path | None, remote: str | None) -> CacheStore:
+    """The cache; with `remote` (or `$AGEVAL_REMOTE`), read-through and write-through it."""
+    return open_cache(resolve_cache_dir(str(cache_dir) if cache_dir else None), remote)
 
 
 class PrimaryMetric(StrEnum):

@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from agevalx.cli.options import JsonOption
+from agevalx.cache.layered import LayeredStore
+from agevalx.cli.options import CacheDirOption, JsonOption, RemoteOption, open_layered_store
 from agevalx.cli.render import print_json, stdout
+from agevalx.operations.share import remote_leaderboard
 from agevalx.reports import ReportFormat, build_report, render_report, save_report
 
 SourceArgument = Annotated[
@@ -38,6 +40,8 @@ def report(
     output_format: FormatOption = "table",
     output: OutputOption = None,
     job: JobOption = None,
+    remote: RemoteOption = None,
+    cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """A leaderboard of results: one row per task, agent and model, and one overall row per
@@ -46,9 +50,20 @@ def report(
     Every row names the config digest and the run/evaluate node keys its numbers come from.
     The same results always give the same bytes.
 
+    With --remote NAME, the report is the dataset's leaderboard node, made from the job
+    records on the remote alone (the dataset directory only names the dataset): a fresh
+    machine renders it without any result file, image or container. It carries provenance
+    (the ageval release, the dataset's id, version and digest).
+
     Exit codes: 0 written, 1 no or unreadable results, 2 usage error.
     """
-    built = build_report(source, job=job)
+    leaderboard_key: str | None = None
+    if remote is not None:
+        with open_layered_store(cache_dir, remote) as store:
+            assert isinstance(store, LayeredStore)
+            built, leaderboard_key, _ = remote_leaderboard(store, source, job)
+    else:
+        built = build_report(source, job=job)
     text = render_report(built, output_format)
     if output is not None:
         save_report(text, output)
@@ -58,6 +73,7 @@ def report(
                 "ok": True,
                 "format": output_format,
                 "output": output.as_posix() if output else None,
+                "leaderboard_key": leaderboard_key,
                 "report": built.model_dump(mode="json"),
             }
         )

@@ -21,9 +21,10 @@ from agevalx.cli.options import (
     ModelOption,
     PrimaryMetricOption,
     ProfilesOption,
+    RemoteOption,
     TaskOption,
     harbor_options,
-    open_store,
+    open_layered_store,
 )
 from agevalx.cli.progress import JobProgress
 from agevalx.cli.render import print_json, render_reaped, stdout
@@ -48,6 +49,7 @@ def _document(outcome: RunOutcome) -> dict[str, Any]:
         "counts": outcome.report.counts(),
         "warnings": [warning.model_dump(mode="json") for warning in outcome.warnings],
         "reaped": outcome.reaped.model_dump(mode="json"),
+        "remote": outcome.remote.model_dump(mode="json") if outcome.remote else None,
     }
 
 
@@ -126,6 +128,13 @@ def _recap(outcome: RunOutcome) -> None:
             f"[yellow]warning[/] {escape(f'[{warning.code}] {warning.message}')}",
             highlight=False,
         )
+    if outcome.remote is not None:
+        stdout.print(outcome.remote.summary(), markup=False)
+        for remote_warning in outcome.remote.warnings:
+            stdout.print(
+                f"[yellow]warning[/] {escape(f'[{remote_warning.code}] {remote_warning.message}')}",
+                highlight=False,
+            )
 
 
 def run(
@@ -182,6 +191,7 @@ def run(
     dataset_name: DatasetNameOption = None,
     primary_metric: PrimaryMetricOption = None,
     attempt_strategy: AttemptStrategyOption = None,
+    remote: RemoteOption = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -189,6 +199,10 @@ def run(
 
     Writes .ageval/runs/<attempt_id>/result.json and activity.jsonl; jobs (k > 1 or several
     tasks) also write .ageval/suite-runs/<job_id>/summary.json.
+
+    With --remote NAME (or $AGEVAL_REMOTE) a local miss is looked up on the remote before it
+    is computed, and each computed node is uploaded as soon as it is stored; a remote outage
+    is a warning, never a failure. The run ends with the remote's counts.
 
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
@@ -214,7 +228,7 @@ def run(
         harbor=harbor,
     )
     interactive = sys.stdout.isatty() and not as_json
-    with open_store(cache_dir) as store:
+    with open_layered_store(cache_dir, remote) as store:
         if interactive:
             with JobProgress() as progress:
                 outcome = run_attempts(

@@ -1,16 +1,30 @@
-"""Node keys: xxh3-128 over canonical JSON of the key schema, kind, rule version, inputs and
-parent keys. Pure functions; golden tests pin their values."""
+"""Node keys: xxh3-128 over canonical JSON of the key schema, the ageval release, kind, rule
+version, inputs and parent keys. Pure functions; golden tests pin their values."""
 
 from __future__ import annotations
 
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from agevalx.cache.globs import PathFilter
 from agevalx.graph.rules import FileSelection, Rule
 from agevalx.hashing import digest_json
 
-KEY_SCHEMA = 1
+KEY_SCHEMA = 2
+"""2: the ageval release entered every key."""
+
+
+def _release() -> str:
+    try:
+        return version("agevalx")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+AGEVAL_VERSION = _release()
+"""The release of the code that computes every node: a key made by another release differs,
+so a cache shared between machines never mixes the outputs of two releases."""
 
 
 def key_material(
@@ -19,6 +33,7 @@ def key_material(
     """The exact document whose digest is the node key."""
     return {
         "key_schema": KEY_SCHEMA,
+        "ageval": AGEVAL_VERSION,
         "kind": rule.kind,
         "rule_version": rule.version,
         "inputs": inputs,

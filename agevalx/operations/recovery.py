@@ -137,6 +137,11 @@ def cut_points(records: list[ActivityRecord]) -> list[CutPoint]:
     ]
 
 
+def activity_cut_points(activity: bytes) -> list[CutPoint]:
+    """The cut points an activity.jsonl records."""
+    return cut_points(_records(activity))
+
+
 def _records(data: bytes) -> list[ActivityRecord]:
     return [ActivityRecord.model_validate_json(line) for line in data.splitlines() if line.strip()]
 

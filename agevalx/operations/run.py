@@ -8,7 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.remote.stats import RemoteStats
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_session_containers
 from agevalx.environments.owners import ReapReport, adopting, reap_orphans
@@ -27,12 +29,14 @@ from agevalx.lockfile.node import write_lock_view
 from agevalx.operations.lineage import fork_branch, record_branch
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
 from agevalx.operations.recovery import (
+    CHECKPOINT_INDEX,
     check_resumable,
     fork_origin,
     mark_resume,
     resumed_container,
     write_checkpoint_index,
 )
+from agevalx.operations.share import checkpoint_keys, record_job
 from agevalx.results.build import (
     DIAGNOSTICS_FILE,
     attempt_result,
@@ -82,6 +86,10 @@ class RunOutcome:
     summary_path: Path | None
     reaped: ReapReport = field(default_factory=ReapReport)
     """What dead ageval processes of this host had left in Docker, removed before the run."""
+    remote: RemoteStats | None = None
+    """With a remote (`--remote`, `$AGEVAL_REMOTE`): its hits, misses, uploads, errors."""
+    job_ref: str | None = None
+    """The ref keeping this run's job record and nodes (what push and pull of it move)."""
 
     @property
     def ok(self) -> bool:
@@ -108,14 +116,15 @@ def _sample(dataset: Path, fresh: bool) -> int:
     return current
 
 
-def _write_attempt_views(
-    planned: Plan,
+def write_attempt_views(
+    root: Path,
     store: CacheStore,
     result: AttemptResult,
     run: ActionManifest | None,
     diagnostics: str | None = None,
 ) -> None:
-    directory = make_dirs(attempt_dir(planned.dataset.root, result.attempt_id))
+    """`.ageval/runs/<attempt_id>/`: result.json, activity and transcript, artifacts."""
+    directory = make_dirs(attempt_dir(root, result.attempt_id))
     if run is not None:
         views = (
             ("activity", "activity.jsonl"),
@@ -164,7 +173,29 @@ def run(
         reaped = reap_orphans()
         outcome = _run(request, store, attempts, _Callbacks(on_progress, on_start, on_plan))
     outcome.reaped = reaped
+    outcome.job_ref = record_job(
+        store,
+        outcome.results,
+        outcome.summary,
+        _kept_checkpoints(outcome, store),
+        dataset_of(outcome.plan).version,
+    )
+    if isinstance(store, LayeredStore):
+        outcome.remote = store.remote_stats
     return outcome
+
+
+def _kept_checkpoints(outcome: RunOutcome, store: CacheStore) -> list[str]:
+    """The checkpoint keys of the attempts that keep their recovery state (fork, resume)."""
+    root = outcome.plan.dataset.root
+    keys: list[str] = []
+    for result in outcome.results:
+        if not (attempt_dir(root, result.attempt_id) / CHECKPOINT_INDEX).is_file():
+            continue
+        for node in result.nodes:
+            if node.kind == "run" and node.outcome in ("reused", "computed"):
+                keys += checkpoint_keys(store, store.get_action("run", node.key))
+    return keys
 
 
 def _run(
@@ -294,7 +325,7 @@ def _write_views(
         result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
         run_action = actions.get(f"run:{task_id}#{attempt}")
         diagnostics = diagnostics_text(store, actions.get(f"evaluate:{task_id}#{attempt}"))
-        _write_attempt_views(planned, store, result, run_action, diagnostics)
+        write_attempt_views(root, store, result, run_action, diagnostics)
         kept = read_attempt(attempt_dir(root, result.attempt_id))
         if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)

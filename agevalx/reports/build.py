@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -81,7 +82,25 @@ def _task_row(task_id: str, binding: Binding, results: list[AttemptResult], k: i
         [r.status for r in ordered], [r.score for r in ordered], [r.limit for r in ordered], k
     )
     usage = total_usage(u for r in ordered for u in r.usage.values())
-    return _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered], usage)
+    row = _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered], usage)
+    return row.model_copy(update={"pass_rate_stderr": _binomial_stderr(metrics)})
+
+
+def _binomial_stderr(metrics: TaskMetrics) -> float | None:
+    judged = metrics.n - metrics.done
+    if judged < 2 or metrics.pass_rate is None:
+        return None
+    rate = metrics.pass_rate
+    return round(math.sqrt(rate * (1 - rate) / judged), 6)
+
+
+def _mean_stderr(rows: list[ReportRow]) -> float | None:
+    errors = [row.pass_rate_stderr for row in rows]
+    if not errors or any(error is None for error in errors):
+        return None
+    return round(
+        math.sqrt(sum(error * error for error in errors if error is not None)) / len(rows), 6
+    )
 
 
 def _overall_rows(tasks: list[ReportRow]) -> list[ReportRow]:
@@ -97,7 +116,7 @@ def _overall_rows(tasks: list[ReportRow]) -> list[ReportRow]:
             overall_metrics([row.metrics for row in rows]),
             [attempt for row in rows for attempt in row.attempts],
             total_usage(row.usage for row in rows if row.usage is not None),
-        )
+        ).model_copy(update={"pass_rate_stderr": _mean_stderr(rows)})
         for binding, rows in by_binding.items()
     ]
 

@@ -61,6 +61,10 @@ class ReportRow(ReportModel):
     """Tasks counted in the row (1 for a task row)."""
     metrics: TaskMetrics
     """n, PASS/FAIL/ERROR/DONE counts, pass rate, pass@k, pass^k, avg score, limits hit."""
+    pass_rate_stderr: float | None = None
+    """The spread over repeats: the standard error of the pass rate. A task row's is the
+    binomial sqrt(p(1-p)/n) over its judged attempts (None under 2); an overall row's, that of
+    the mean of its tasks' pass rates, sqrt(sum of their squared errors) / tasks."""
     config_digests: list[str]
     """Lock digests of the attempts counted (sorted, distinct)."""
     attempts: list[AttemptRef]
@@ -84,6 +88,27 @@ class JobRef(ReportModel):
     """Key of the job's summary node."""
 
 
+class DatasetRef(ReportModel):
+    """A dataset a leaderboard counts attempts of."""
+
+    id: str
+    """From ageval.yaml (or a Harbor dataset's name)."""
+    version: str | None
+    """Its version, as recorded by the runs (None when they did not record it)."""
+    digest: str
+    """The xxh3-128 of the canonical JSON of its tasks' lock digests, `{task: [digests]}`:
+    the exact configuration the attempts ran."""
+
+
+class Provenance(ReportModel):
+    """What produced a leaderboard node: the ageval release and the datasets."""
+
+    ageval: str
+    """The ageval release that rendered it (it is in the node's key)."""
+    datasets: list[DatasetRef]
+    """Sorted by id."""
+
+
 class Report(ReportModel):
     """A leaderboard: one row per (task, agent, model) and one overall row per (agent, model)."""
 
@@ -100,3 +125,5 @@ class Report(ReportModel):
     """One row per (agent, model), best pass@k first."""
     tasks: list[ReportRow]
     """One row per (task, agent, model), sorted by task, agent, model."""
+    provenance: Provenance | None = None
+    """For a leaderboard node (`ageval report --remote`): the release and the datasets."""

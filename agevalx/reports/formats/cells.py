@@ -76,6 +76,7 @@ def columns(report: Report, scope: str) -> list[Column]:
             else []
         ),
         Column("pass rate", lambda row: number(row.metrics.pass_rate), numeric=True),
+        Column("± s.e.", lambda row: number(row.pass_rate_stderr), numeric=True),
         Column(f"pass@{k}", lambda row: number(row.metrics.pass_at_k), numeric=True),
         Column(f"pass^{k}", lambda row: number(row.metrics.pass_hat_k), numeric=True),
         Column("avg score", lambda row: number(row.metrics.avg_score), numeric=True),
@@ -97,4 +98,10 @@ def heading(report: Report) -> list[str]:
         f"{plural(tasks, 'task')}, k={report.k} for pass@k and pass^k"
     ]
     lines += [f"job {job.job_id} (k={job.k}), summary key {job.summary_key}" for job in report.jobs]
+    if report.provenance is not None:
+        lines.append(f"rendered by ageval {report.provenance.ageval}")
+        lines += [
+            f"dataset {ref.id} version {ref.version or '-'}, digest {ref.digest}"
+            for ref in report.provenance.datasets
+        ]
     return [one_line(line) for line in lines]

@@ -55,6 +55,7 @@ LEGEND = (
     ("n", "attempts counted; ERROR attempts count as not passed"),
     ("PASS / FAIL / ERROR", "evaluator verdicts; ERROR when a stage failed"),
     ("pass rate", "PASS / n"),
+    ("± s.e.", "spread over repeats: standard error of the pass rate"),
     ("pass@k", "unbiased estimate of the chance that at least one of k attempts passes"),
     ("pass^k", "chance that k attempts drawn without replacement all pass"),
     ("avg score", "mean evaluator score over attempts that have one"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,15 @@ import xxhash
 
 from agevalx.agents import bundles, scripted
 from agevalx.cache.store import CacheStore
-from agevalx.graph.keys import KEY_SCHEMA, key_material, lock_field, node_key, select_files
+from agevalx.graph import keys
+from agevalx.graph.keys import (
+    AGEVAL_VERSION,
+    KEY_SCHEMA,
+    key_material,
+    lock_field,
+    node_key,
+    select_files,
+)
 from agevalx.graph.rules import FileSelection, Rule, load_rules
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.planning import PlanRequest, plan
@@ -32,6 +41,7 @@ def test_key_material_has_schema_kind_version_inputs_and_sorted_parents() -> Non
     material = key_material(SYNTHETIC, {"request": {"attempt": 0}}, {"run": ["b" * 32, "a" * 32]})
     assert material == {
         "key_schema": KEY_SCHEMA,
+        "ageval": AGEVAL_VERSION,
         "kind": "demo",
         "rule_version": 3,
         "inputs": {"request": {"attempt": 0}},
@@ -39,14 +49,24 @@ def test_key_material_has_schema_kind_version_inputs_and_sorted_parents() -> Non
     }
 
 
-def test_node_key_is_xxh3_128_of_the_canonical_material_and_pinned() -> None:
+def test_node_key_is_xxh3_128_of_the_canonical_material_and_pinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(keys, "AGEVAL_VERSION", "0.1.0")
     key = node_key(SYNTHETIC, {"task_files": {"a.txt": "0" * 32}}, {"image": ["1" * 32]})
     canonical = (
-        '{"inputs":{"task_files":{"a.txt":"' + "0" * 32 + '"}},"key_schema":1,"kind":"demo",'
-        '"parents":{"image":["' + "1" * 32 + '"]},"rule_version":3}'
+        '{"ageval":"0.1.0","inputs":{"task_files":{"a.txt":"' + "0" * 32 + '"}},'
+        '"key_schema":2,"kind":"demo","parents":{"image":["' + "1" * 32 + '"]},"rule_version":3}'
     )
     assert key == xxhash.xxh3_128_hexdigest(canonical.encode())
-    assert key == "f074089d704fa33bc6ec12e25cedef01"
+    assert key == "05900c082ff6ccbe1049779ec9b15d9b"
+
+
+def test_the_ageval_release_enters_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = node_key(SYNTHETIC, {}, {})
+    monkeypatch.setattr(keys, "AGEVAL_VERSION", "99.0.0")
+    assert node_key(SYNTHETIC, {}, {}) != before
+    assert importlib.metadata.version("agevalx") == AGEVAL_VERSION
 
 
 def test_parent_order_does_not_change_the_key() -> None:
@@ -87,6 +107,7 @@ def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
         "evaluate",
         "summary",
         "replay",
+        "leaderboard",
     }
     assert rules["evaluate"].parents == ["run", "scoring_image", "scoring_host"]
     assert rules["scoring_image"].when == "scoring_image"
@@ -96,10 +117,10 @@ def test_every_shipped_rule_loads_and_names_known_kinds() -> None:
 
 
 GOLDEN_KEYS = {
-    "lock:alpha": "6e76f604ceb470db872c798bf993f859",
-    "image:alpha": "493f0edbeabcc50c3222b57152a32b27",
-    "run:alpha#0": "9da269393102267855d48b4f4694f856",
-    "evaluate:alpha#0": "58ef9b0326080d0b69dbc80ba779f9ce",
+    "lock:alpha": "65f373caec7f18c490c3d23dfc328cd0",
+    "image:alpha": "9c3da070438b246560d7defe033cc2a3",
+    "run:alpha#0": "fb722f507a00202608f7431179be2cfc",
+    "evaluate:alpha#0": "f252a5dbb1e4e0ee0e60782ac7db2461",
 }
 
 
@@ -107,7 +128,7 @@ def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: 
     planned = plan(PlanRequest(dataset=dataset, tasks=("alpha",), k=2), store)
     keys = {node.id: node.key for node in planned.nodes()}
     assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
-    assert keys["summary:job"] == "9feecbb74e81c8a75292d729268ec8a8"
+    assert keys["summary:job"] == "530ad0848139026364fbe44bb890bae7"
 
 
 AGENT_PROFILES = """\

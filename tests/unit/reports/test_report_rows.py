@@ -116,3 +116,12 @@ def test_several_roles_are_labelled_role_equals_value(tmp_path: Path) -> None:
     row = build_report(tmp_path / "ds").tasks[0]
 
     assert (row.agent, row.model) == ("critic=codex, solver=pi", "critic=-, solver=gpt-x")
+
+
+def test_rows_carry_the_standard_error_of_the_pass_rate_over_repeats() -> None:
+    from agevalx.reports.build import _binomial_stderr
+
+    three_of_four = task_metrics(["PASS", "PASS", "PASS", "FAIL"], [None] * 4, [None] * 4, 4)
+    assert _binomial_stderr(three_of_four) == round((0.75 * 0.25 / 4) ** 0.5, 6)
+    single = task_metrics(["PASS"], [None], [None], 1)
+    assert _binomial_stderr(single) is None  # one attempt has no spread to measure

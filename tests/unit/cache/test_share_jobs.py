@@ -1,0 +1,122 @@
+"""Jobs between two caches through a file:// remote: records, job refs, views, leaderboards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agevalx.cache import CacheStore
+from agevalx.cache.backend import ObjectId
+from agevalx.cache.layered import LayeredStore
+from agevalx.cache.remote import RemoteStore
+from agevalx.operations.share import (
+    find_jobs,
+    job_ref,
+    local_jobs,
+    pull_jobs,
+    push_jobs,
+    record_job,
+)
+from agevalx.reports import build_report
+from agevalx.reports.leaderboard import leaderboard, report_bytes
+from agevalx.results.metrics import overall_metrics, task_metrics
+from agevalx.results.models import AttemptResult, JobSummary
+from tests.unit.reports.builders import make_result
+
+pytestmark = pytest.mark.unit
+
+DATASET = "acme/demo"
+
+
+def _job(k: int = 2, failing: int = 0) -> tuple[list[AttemptResult], JobSummary]:
+    results = [
+        make_result(task, n, "FAIL" if (task, n) == ("beta", failing) else "PASS")
+        for task in ("alpha", "beta")
+        for n in range(k)
+    ]
+    tasks = {
+        task: task_metrics(
+            [r.status for r in results if r.task_id == task], [None] * k, [None] * k, k
+        )
+        for task in ("alpha", "beta")
+    }
+    summary = JobSummary(
+        job_id=f"demo-job-{failing}",
+        dataset_id=DATASET,
+        k=k,
+        tasks=tasks,
+        overall=overall_metrics(list(tasks.values())),
+        attempts=[{"task": r.task_id, "attempt_id": r.attempt_id} for r in results],
+        summary_key=f"{failing:032x}",
+    )
+    return results, summary
+
+
+def test_a_job_is_indexed_locally_but_is_no_gc_root(store: CacheStore) -> None:
+    results, summary = _job()
+    name = record_job(store, results, summary, [], "1.0")
+    assert name == job_ref(summary.job_id)
+    assert name in local_jobs(store)
+    assert store.list_refs() == {}  # local gc keeps its own policy
+
+
+def test_b_pulls_a_jobs_records_and_writes_the_views_a_report_reads(
+    store: CacheStore, file_remote: RemoteStore, tmp_path: Path
+) -> None:
+    results, summary = _job()
+    record_job(store, results, summary, [], "1.0")
+    pushed = push_jobs(store, file_remote, dataset_id=DATASET)
+    assert pushed.jobs == [summary.job_id] and job_ref(summary.job_id) in file_remote.list_refs()
+    dataset = tmp_path / "b-dataset"
+    with CacheStore(tmp_path / "b") as other:
+        shared = pull_jobs(other, file_remote, dataset=dataset, dataset_id=DATASET)
+        assert sorted(shared.views) == sorted(r.attempt_id for r in results)
+        assert job_ref(summary.job_id) in local_jobs(other)
+    pulled = json.loads(
+        (dataset / ".ageval/suite-runs" / summary.job_id / "summary.json").read_text()
+    )
+    assert pulled["summary_key"] == summary.summary_key
+    report = build_report(dataset)
+    assert sum(row.metrics.n for row in report.overall) == 4
+    with pytest.raises(Exception, match="holds no job"):
+        pull_jobs(CacheStore(tmp_path / "c"), file_remote, dataset_id="someone/else")
+
+
+def test_a_corrupt_job_record_is_reported_and_the_other_jobs_still_move(
+    store: CacheStore, file_remote: RemoteStore, tmp_path: Path
+) -> None:
+    for failing in (0, 1):
+        results, summary = _job(failing=failing)
+        record_job(store, results, summary, [], "1.0")
+    push_jobs(store, file_remote, dataset_id=DATASET)
+    [digest] = [t for t in file_remote.list_refs()[job_ref("demo-job-0")] if "/" not in t]
+    path = Path(file_remote.base) / "objects/xxh3-128" / digest[:2] / digest[2:]
+    path.write_bytes(b"rotten")
+    with CacheStore(tmp_path / "b") as other:
+        shared = pull_jobs(other, file_remote, dataset_id=DATASET)
+        assert shared.jobs == ["demo-job-1"]
+        assert len(shared.problems) == 1 and "does not match" in shared.problems[0]
+        assert other.missing_objects([ObjectId("blob", digest)]) is not False
+
+
+def test_the_leaderboard_node_is_the_same_bytes_on_two_machines_and_reused(
+    store: CacheStore, file_remote: RemoteStore, tmp_path: Path
+) -> None:
+    results, summary = _job()
+    with LayeredStore(tmp_path / "a", file_remote) as a:
+        record_job(a, results, summary, [], "1.0")
+        records = [found.record for found in find_jobs(a, local_jobs(a))[0]]
+        first, key, reused = leaderboard(a, records)
+        assert not reused and first.provenance is not None
+        assert first.provenance.datasets[0].version == "1.0"
+    with LayeredStore(tmp_path / "b", RemoteStore(file_remote.url)) as b:
+        again, same_key, reused = leaderboard(b, records)
+        assert reused and same_key == key  # read through from the remote
+        assert report_bytes(again) == report_bytes(first)
+    changed, _ = _job(failing=1)
+    record = records[0].model_copy(update={"results": changed})
+    with CacheStore(tmp_path / "c") as c:
+        other, other_key, _ = leaderboard(c, [record])
+        assert other_key != key and report_bytes(other) != report_bytes(first)

@@ -17,6 +17,7 @@ from agevalx.reports.errors import ReportError
 from agevalx.reports.models import Report, ReportRow
 from agevalx.reports.sources import SUMMARY_FILE, Collected, collect, read_model
 from agevalx.results.models import AttemptResult, JobSummary, Status, TaskMetrics
+from agevalx.results.usage import ModelUsage, total_usage
 from agevalx.view.source import ViewSource
 from agevalx.view.usage import cost_of, tokens_of, total
 
@@ -264,6 +265,13 @@ def _attempt_cell(
     result = by_id[attempt_id]
     usage: Any = getattr(result, "usage", None)
     cost: Any = getattr(result, "cost", None)
+    if isinstance(usage, dict) and usage and all(
+        isinstance(item, ModelUsage) for item in usage.values()
+    ):
+        summed = total_usage(usage.values())  # the gateway's record, per role
+        if summed is not None:
+            usage = summed.prompt_tokens + summed.completion_tokens
+            cost = None if isinstance(summed.cost_usd, str) else summed.cost_usd
     return AttemptCell(
         attempt_id=attempt_id,
         attempt=result.attempt,

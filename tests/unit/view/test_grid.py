@@ -122,3 +122,23 @@ def test_tokens_and_cost_are_unknown_until_results_record_them(tmp_path: Path) -
 
     assert (column.tokens, column.cost) == (None, None)
     assert (column.cells["alpha"].tokens, column.cells["alpha"].cost) == (None, None)
+
+
+def test_tokens_and_cost_come_from_the_gateways_usage_per_role(tmp_path: Path) -> None:
+    from agevalx.results.usage import ModelUsage
+
+    priced = ModelUsage(requests=2, prompt_tokens=20, completion_tokens=13, cost_usd=0.25)
+    judge = ModelUsage(requests=1, prompt_tokens=5, completion_tokens=2, cost_usd=0.5)
+    unpriced = ModelUsage(requests=1, prompt_tokens=7, completion_tokens=1, cost_usd="unknown")
+    results = [
+        make_result("alpha", 0).model_copy(update={"usage": {"solver": priced, "critic": judge}}),
+        make_result("beta", 0).model_copy(update={"usage": {"solver": unpriced}}),
+    ]
+    write_results(tmp_path, results)
+
+    (column,) = grid_of(tmp_path).columns
+
+    alpha, beta = column.cells["alpha"], column.cells["beta"]
+    assert (alpha.tokens, alpha.cost) == (40, 0.75)
+    assert (beta.tokens, beta.cost) == (8, None)  # an unknown price is never shown as 0
+    assert column.tokens == 48

@@ -265,8 +265,10 @@ def _attempt_cell(
     result = by_id[attempt_id]
     usage: Any = getattr(result, "usage", None)
     cost: Any = getattr(result, "cost", None)
-    if isinstance(usage, dict) and usage and all(
-        isinstance(item, ModelUsage) for item in usage.values()
+    if (
+        isinstance(usage, dict)
+        and usage
+        and all(isinstance(item, ModelUsage) for item in usage.values())
     ):
         summed = total_usage(usage.values())  # the gateway's record, per role
         if summed is not None:

@@ -253,3 +253,29 @@ def test_a_resume_reattaches_the_dead_owners_container(copy_dataset, tmp_path, c
     replayed = json.loads(capsys.readouterr().out)
     assert code == 0 and replayed["status"] == "matched", replayed
     assert not _exists(orphan) and ended.pid in replayed["reaped"]["owners"]
+
+
+def test_a_resume_keeps_the_recovery_state_the_attempt_started_with(
+    copy_dataset, tmp_path, capsys
+) -> None:
+    copy_dataset(RUNCASES)  # checks the engine and the base image
+    dataset = own_copy(tmp_path / "keep")
+    args = ["run", str(dataset), "--task", "three-steps", "--fresh", "--keep-recovery-state"]
+    process = subprocess.Popen(
+        [AGEVAL, *args, "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while count(dataset, "exec") < 1:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    [attempt] = attempts(dataset)
+    code = main(["run", str(dataset), "--task", "three-steps", "--resume", attempt, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["results"][0]["status"] == "PASS", document
+    code = main(["checkpoints", str(dataset), "--run", attempt, "--json"])
+    listing = json.loads(capsys.readouterr().out)
+    assert code == 0 and listing["checkpoints"], listing  # still forkable after the resume

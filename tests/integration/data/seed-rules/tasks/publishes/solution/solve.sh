@@ -1,0 +1,2 @@
+#!/bin/sh
+mkdir -p /attempt/workspace/out && printf 'the report\n' > /attempt/workspace/out/report.txt

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +43,30 @@ def committed_image(run_key: str) -> str:
     action = CacheStore(default_cache_dir()).get_action("run", run_key)
     assert action is not None, f"no cached run {run_key}"
     return str(action.meta["committed_image"])
+
+
+BASE_IMAGE = "ageval/base:bookworm"
+
+
+def _docker(*args: str) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def egress_outside(docker_engine: object) -> Iterator[dict[str, str]]:
+    """A network the test creates with two web servers on it (`allowed-*`, `denied-*`), for
+    the egress fences to let out or not; removed afterwards."""
+    suffix = uuid.uuid4().hex[:8]
+    network = f"ageval-egress-test-{suffix}"
+    names = {"allowed": f"allowed-{suffix}", "denied": f"denied-{suffix}"}
+    _docker("network", "create", network)
+    try:
+        for name in names.values():
+            server = ["python3", "-m", "http.server", "8000", "--directory", "/"]
+            _docker("run", "-d", "--name", name, "--network", network, BASE_IMAGE, *server)
+        template = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}"
+        denied_ip = _docker("inspect", "-f", template, names["denied"]).strip()
+        yield {"network": network, **names, "denied_ip": denied_ip}
+    finally:
+        subprocess.run(["docker", "rm", "-f", *names.values()], capture_output=True, check=False)
+        subprocess.run(["docker", "network", "rm", network], capture_output=True, check=False)

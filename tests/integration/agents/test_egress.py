@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,38 +61,20 @@ def _docker(*args: str) -> str:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=True).stdout
 
 
-@pytest.fixture
-def outside(docker_ready: None) -> Iterator[dict[str, str]]:
-    """A network with two web servers on it, removed afterwards."""
-    suffix = uuid.uuid4().hex[:8]
-    network = f"ageval-egress-test-{suffix}"
-    names = {"allowed": f"allowed-{suffix}", "denied": f"denied-{suffix}"}
-    _docker("network", "create", network)
-    try:
-        for name in names.values():
-            server = ["python3", "-m", "http.server", "8000", "--directory", "/"]
-            _docker("run", "-d", "--name", name, "--network", network, IMAGE, *server)
-        template = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}"
-        denied_ip = _docker("inspect", "-f", template, names["denied"]).strip()
-        yield {"network": network, **names, "denied_ip": denied_ip}
-    finally:
-        subprocess.run(["docker", "rm", "-f", *names.values()], capture_output=True, check=False)
-        subprocess.run(["docker", "network", "rm", network], capture_output=True, check=False)
-
-
 @pytest.mark.integration
 def test_egress_llm_reaches_only_the_gateway_and_the_allowed_hosts(
-    outside: dict[str, str],
+    egress_outside: dict[str, str],
 ) -> None:
-    allow = allowed_hosts(["http://localhost:9/v1"], [outside["allowed"]])
-    assert allow == [outside["allowed"]], "a loopback base_url is the host's, not let out"
+    allow = allowed_hosts(["http://localhost:9/v1"], [egress_outside["allowed"]])
+    assert allow == [egress_outside["allowed"]], "a loopback base_url is the host's, not let out"
     with (
         MockLLM([{"message": "hi"}]) as model,
         MockLLM([], host=bridge_gateway()) as other,
         Gateway(host=bridge_gateway()) as gateway,
     ):
         route = gateway.register(Upstream(base_url=f"http://localhost:{model.port}/v1"))
-        fence = EgressFence.create(allow, gateway_port=gateway.port, outside=outside["network"])
+        network = egress_outside["network"]
+        fence = EgressFence.create(allow, gateway_port=gateway.port, outside=network)
         container = None
         try:
             spec = ContainerSpec(
@@ -106,9 +86,9 @@ def test_egress_llm_reaches_only_the_gateway_and_the_allowed_hosts(
             )
             container = AttemptContainer.start(spec)
             argv = [
-                outside["allowed"],
-                outside["denied"],
-                outside["denied_ip"],
+                egress_outside["allowed"],
+                egress_outside["denied"],
+                egress_outside["denied_ip"],
                 bridge_gateway(),
                 str(other.port),
                 str(gateway.port),

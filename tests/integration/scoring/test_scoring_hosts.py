@@ -251,36 +251,10 @@ def test_a_scoring_host_without_an_image_makes_the_evaluation_an_error(
     assert client().containers.list(all=True, filters={"label": f"ageval.session={SESSION}"}) == []
 
 
-@pytest.fixture
-def outside(docker_engine: object) -> Iterator[dict[str, str]]:
-    """A network holding two web servers (`allowed-*`, `denied-*`), removed afterwards."""
-    import subprocess
-    import uuid
-
-    def docker(*args: str) -> str:
-        return subprocess.run(["docker", *args], capture_output=True, text=True, check=True).stdout
-
-    suffix = uuid.uuid4().hex[:8]
-    network = f"ageval-scoring-egress-{suffix}"
-    names = {"allowed": f"allowed-{suffix}", "denied": f"denied-{suffix}"}
-    docker("network", "create", network)
-    try:
-        for name in names.values():
-            server = ["python3", "-m", "http.server", "8000", "--directory", "/"]
-            run = ("run", "-d", "--name", name, "--network", network)
-            docker(*run, "ageval/base:bookworm", *server)
-        template = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}"
-        denied_ip = docker("inspect", "-f", template, names["denied"]).strip()
-        yield {"network": network, **names, "denied_ip": denied_ip}
-    finally:
-        for name in names.values():
-            subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
-        subprocess.run(["docker", "network", "rm", network], capture_output=True, check=False)
-
-
 def test_egress_llm_on_the_scoring_host_lets_out_only_the_allowed_hosts(
-    copy_dataset, capsys, outside
+    copy_dataset, capsys, egress_outside
 ) -> None:
+    outside = egress_outside
     options = {"network": outside["network"], "egress": "llm", "egress_allow": [outside["allowed"]]}
     dataset = with_host(copy_dataset(DATASET), {"environment_options": options})
     targets = {name: outside[name] for name in ("allowed", "denied", "denied_ip")}

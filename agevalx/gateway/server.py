@@ -311,7 +311,8 @@ class Gateway:
         if route.recorder is not None:
             route.recorder.record(request.method, request.path, body, found.status, data)
         if found.streamed:
-            await relay.write_eof()
+            with contextlib.suppress(ConnectionResetError):  # the agent hung up after the end
+                await relay.write_eof()
             return relay
         return web.Response(
             status=found.status, body=data, headers={"Content-Type": "application/json"}
@@ -389,7 +390,8 @@ class Gateway:
                 route.recorder.record(
                     request.method, request.path, body, response.status, reader.stream_bytes
                 )
-            await relay.write_eof()
+            with contextlib.suppress(ConnectionResetError):  # the agent hung up after the end
+                await relay.write_eof()
             return relay
 
 

@@ -332,12 +332,17 @@ def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
         }
     )
     activity = directory / ACTIVITY_FILE
+    traffic = directory / MODEL_TRAFFIC
     store = context.store
     with store.in_use():
         outputs = {
             "report": OutputRef(digest=store.put_bytes(_report_bytes(report)), type="blob"),
             "activity": OutputRef(
                 digest=store.put_file(activity) if activity.is_file() else store.put_bytes(b""),
+                type="blob",
+            ),
+            "model": OutputRef(
+                digest=store.put_file(traffic) if traffic.is_file() else store.put_bytes(b""),
                 type="blob",
             ),
         }
@@ -355,11 +360,16 @@ def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
 
 
 def write_view(dataset_root: Path, store: CacheStore, action: ActionManifest) -> ReplayReport:
-    """Write `.ageval/runs/<replay id>/` (replay.json, activity.jsonl) from the cached node."""
+    """Write `.ageval/runs/<replay id>/` (replay.json, activity.jsonl and, after a
+    model-traffic replay, model.jsonl) from the cached node."""
     cached = ReplayReport.model_validate_json(store.get_bytes(action.outputs["report"].digest))
     directory = attempt_dir(dataset_root, cached.replay_id)
     report = cached.model_copy(update={"evidence": directory.as_posix()})
     atomic_write(directory / ACTIVITY_FILE, store.get_bytes(action.outputs["activity"].digest))
+    model = action.outputs.get("model")
+    traffic = store.get_bytes(model.digest) if model is not None else b""
+    if traffic:
+        atomic_write(directory / MODEL_TRAFFIC, traffic)
     atomic_write(directory / REPLAY_FILE, _report_bytes(report))
     return report
 

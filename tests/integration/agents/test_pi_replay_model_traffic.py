@@ -83,6 +83,14 @@ def test_a_model_traffic_replay_reproduces_the_actions_and_the_reward_without_a_
     again = [json.loads(line) for line in (evidence / "model.jsonl").read_text().splitlines()]
     assert [t["response"] for t in again] == [t["response"] for t in recorded]
     assert all(t["streamed"] for t in again), "streamed responses are replayed as streams"
+    (evidence / "model.jsonl").unlink()
+    command = ["replay", str(dataset), "--run", result["attempt_id"], "--model-traffic"]
+    assert main([*command, "--evaluate", "--json"]) == 0
+    reused = json.loads(capsys.readouterr().out)
+    assert (reused["outcome"], reused["key"]) == ("reused", replayed["key"])
+    assert [json.loads(line) for line in (evidence / "model.jsonl").read_text().splitlines()] == (
+        again
+    ), "the view is written from the replay node's `model` output"
 
 
 @pytest.mark.integration

@@ -26,6 +26,15 @@ def replay(
     evaluate: Annotated[
         bool, typer.Option("--evaluate", help="Score the replayed outputs with evaluator.py.")
     ] = False,
+    model_traffic: Annotated[
+        bool,
+        typer.Option(
+            "--model-traffic",
+            help="Re-run the attempt's agent itself, the gateway answering its model requests "
+            "from the recorded model.jsonl (no model is contacted); report the first request "
+            "that does not match.",
+        ),
+    ] = False,
     fresh: Annotated[
         bool,
         typer.Option(
@@ -44,12 +53,21 @@ def replay(
 
     The environment is the one the source attempt ran in: its agents are bound as its lock
     records (`--agent`/`--model`), or as given here (a `--profiles` file is not recorded).
+
+    With `--model-traffic`, the agent itself is re-run and the model gateway serves it the
+    source's recorded responses in order, matched by a digest of each request's body.
     """
     given = agent is not None or model is not None or profiles is not None
     binding = BindingRequest(agent=agent, model=model, profiles=profiles) if given else None
     with open_store(cache_dir) as store:
         outcome = replay_attempt(
-            dataset, run, store, evaluate=evaluate, fresh=fresh, binding=binding
+            dataset,
+            run,
+            store,
+            evaluate=evaluate,
+            fresh=fresh,
+            binding=binding,
+            model_traffic=model_traffic,
         )
     report = outcome.report
     if as_json:
@@ -76,6 +94,16 @@ def replay(
             f"first divergence: step {first.step} (source seq {first.source_seq}) "
             f"`{first.command}`: exit {first.expected_exit_code} -> {first.actual_exit_code}, "
             f"output {first.expected_output_digest} -> {first.actual_output_digest}",
+            markup=False,
+        )
+    if report.model_traffic:
+        stdout.print(f"model requests answered from the recording: {report.model_requests}")
+    if report.model_divergence is not None:
+        missed = report.model_divergence
+        stdout.print(
+            f"model divergence {missed.code}: request {missed.index} of role {missed.role} "
+            f"(source seq {missed.source_seq}) {missed.method} {missed.path}: "
+            f"{missed.difference}",
             markup=False,
         )
     if report.evaluation is not None:

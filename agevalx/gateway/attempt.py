@@ -14,14 +14,16 @@ from typing import Any
 from agevalx.config.secrets import resolve_reference
 from agevalx.errors import AgevalError
 from agevalx.gateway.recording import TrafficLog
+from agevalx.gateway.replaying import TrafficReplay
 from agevalx.gateway.server import UNAVAILABLE, Gateway, Route, Upstream
 
 CONTAINER_HOST = "host.docker.internal"
 """The host as attempt containers see it; with `egress: llm` the fence's proxy answers it."""
 
 
-def upstream_of(profile: Mapping[str, Any]) -> Upstream | None:
-    """The upstream of a role's locked profile, or None when it names no `base_url`."""
+def upstream_of(profile: Mapping[str, Any], *, with_key: bool = True) -> Upstream | None:
+    """The upstream of a role's locked profile, or None when it names no `base_url`;
+    `with_key=False` leaves its key unresolved (a replay contacts no upstream)."""
     base_url = profile.get("base_url")
     if not base_url:
         return None
@@ -30,7 +32,7 @@ def upstream_of(profile: Mapping[str, Any]) -> Upstream | None:
     key = profile.get("api_key")
     return Upstream(
         base_url=str(base_url),
-        api_key=resolve_reference(key) if key else None,
+        api_key=resolve_reference(key) if key and with_key else None,
         timeout=model.get("timeout"),
         watchdog=model.get("watchdog"),
         stall_seconds=float(options.get("upstream_stall_seconds", 3600)),
@@ -45,16 +47,22 @@ class AttemptRoutes:
         gateway: Gateway | None,
         profiles: Mapping[str, Mapping[str, Any]],
         log: TrafficLog | None = None,
+        replay: TrafficReplay | None = None,
     ) -> None:
         self.gateway = gateway
         self.log = log
         """The attempt's `model.jsonl`, when its traffic is recorded."""
+        self.replay = replay
+        """In a model-traffic replay: the recording every route answers from."""
         self.routes: dict[str, Route] = {}
         for role, profile in profiles.items():
-            upstream = upstream_of(profile) if gateway is not None else None
+            upstream = (
+                upstream_of(profile, with_key=replay is None) if gateway is not None else None
+            )
             if gateway is not None and upstream is not None:
                 recorder = None if log is None else log.recorder(role)
-                self.routes[role] = gateway.register(upstream, recorder)
+                answers = None if replay is None else replay.role(role)
+                self.routes[role] = gateway.register(upstream, recorder, answers)
 
     @classmethod
     def none(cls) -> AttemptRoutes:

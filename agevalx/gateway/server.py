@@ -38,6 +38,7 @@ import aiohttp
 from aiohttp import web
 
 from agevalx.gateway.recording import TrafficRecorder
+from agevalx.gateway.replaying import ModelDivergence, RoleReplay
 from agevalx.gateway.usage import RouteStats, UsageReader
 
 RETRY_INTERVAL_SECONDS = 60.0
@@ -100,6 +101,8 @@ class Route:
     stats: RouteStats = field(default_factory=RouteStats)
     recorder: TrafficRecorder | None = None
     """Where its requests and responses are recorded (`model.jsonl`), if anywhere."""
+    replay: RoleReplay | None = None
+    """In a model-traffic replay: the recording that answers instead of the upstream."""
 
 
 class _Retry(Exception):
@@ -137,9 +140,14 @@ class Gateway:
 
     # --- routes ----------------------------------------------------------------------------
 
-    def register(self, upstream: Upstream, recorder: TrafficRecorder | None = None) -> Route:
+    def register(
+        self,
+        upstream: Upstream,
+        recorder: TrafficRecorder | None = None,
+        replay: RoleReplay | None = None,
+    ) -> Route:
         token = TOKEN_PREFIX + secrets.token_hex(16)
-        route = Route(token=token, upstream=upstream, recorder=recorder)
+        route = Route(token=token, upstream=upstream, recorder=recorder, replay=replay)
         with self._lock:
             self._routes[route.token] = route
         return route
@@ -244,6 +252,8 @@ class Gateway:
         if route.stats.failure == UNAVAILABLE:  # the attempt is lost already: hold no more
             return _error(503, UNAVAILABLE, route.stats.failure_message)
         body = await request.read()
+        if route.replay is not None:
+            return await self._replayed(request, route, route.replay, body)
         upstream = route.upstream
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         if upstream.api_key:
@@ -269,6 +279,44 @@ class Gateway:
         finally:
             if held:
                 route.stats.waiting -= 1
+
+    async def _replayed(
+        self, request: web.Request, route: Route, replay: RoleReplay, body: bytes
+    ) -> web.StreamResponse:
+        """Answer from the recording (see `replaying`); no upstream is contacted."""
+        found = replay.answer(request.method, request.path, body)
+        if isinstance(found, ModelDivergence):
+            message = (
+                f"model-traffic replay: request {found.index} of role {found.role} "
+                f"diverged from the recording: {found.difference}"
+            )
+            return _error(409, found.code, message)
+        reader = UsageReader()
+        if found.streamed:
+            data = found.stream_bytes()
+            reader.feed_stream(data)
+            relay = web.StreamResponse(
+                status=found.status, headers={"Content-Type": "text/event-stream"}
+            )
+            await relay.prepare(request)
+            for event in data.split(b"\n\n"):
+                if event:
+                    await relay.write(event + b"\n\n")
+        else:
+            data = found.body_bytes()
+            with contextlib.suppress(ValueError):
+                reader.feed_json(json.loads(data))
+        if request.method == "POST":
+            route.stats.add(reader.usage(), _requested_model(body))
+        if route.recorder is not None:
+            route.recorder.record(request.method, request.path, body, found.status, data)
+        if found.streamed:
+            with contextlib.suppress(ConnectionResetError):  # the agent hung up after the end
+                await relay.write_eof()
+            return relay
+        return web.Response(
+            status=found.status, body=data, headers={"Content-Type": "application/json"}
+        )
 
     async def _wait(self, route: Route, retry: _Retry, elapsed: float) -> web.Response | None:
         """Sleep until the next try; past the stall budget, the answer to give instead."""
@@ -342,7 +390,8 @@ class Gateway:
                 route.recorder.record(
                     request.method, request.path, body, response.status, reader.stream_bytes
                 )
-            await relay.write_eof()
+            with contextlib.suppress(ConnectionResetError):  # the agent hung up after the end
+                await relay.write_eof()
             return relay
 
 

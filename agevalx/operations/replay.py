@@ -11,10 +11,17 @@ A replay is a `replay` node of the graph (rules/replay.yaml), a branch whose par
 source's run node, its last checkpoint and the task image. Its report and activity are stored
 in the cache; the same replay asked again is reused (`fresh` recomputes it), and
 `.ageval/runs/<replay id>/` is written from the cache.
+
+With `model_traffic` (`--model-traffic`), the replay re-runs the attempt's agent itself (run.py
+and the real agent process) in a new environment, with the model gateway answering every
+request from the source's `model.jsonl` (see `agevalx.gateway.replaying`): no model is
+contacted. The terminal actions of the re-run are then compared with the source's, step by
+step, and the first model request the recording did not answer is the model divergence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -35,6 +42,8 @@ from agevalx.evaluation.result import EvaluationResult
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.fsutil import atomic_write
+from agevalx.gateway.recording import MODEL_TRAFFIC
+from agevalx.gateway.replaying import ModelDivergence, TrafficReplay
 from agevalx.graph.execute import ExecutionContext, NodeResult, execute
 from agevalx.graph.keys import node_key
 from agevalx.graph.nodes import Node
@@ -53,9 +62,9 @@ from agevalx.lockfile.node import task_lock
 from agevalx.operations.lineage import Branch, record_branch, source_run_key
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.redaction import Redactor
-from agevalx.results.paths import attempt_dir
+from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
-from agevalx.runner.stage import Workplace, start_environment
+from agevalx.runner.stage import execute_run, start_environment
 
 KIND = "replay"
 REPLAY_FILE = "replay.json"
@@ -134,6 +143,14 @@ class ReplayReport(BaseModel):
     """Replays never count in pass@k."""
     seconds: float = Field(default=0.0)
     """Wall time of the replay when it was computed."""
+    model_traffic: bool = False
+    """With --model-traffic: the agent itself was re-run, answered by the recorded model
+    traffic; `steps` are then the re-run's terminal actions compared with the source's."""
+    model_requests: int = 0
+    """With --model-traffic: the model requests the recording answered."""
+    model_divergence: ModelDivergence | None = None
+    """With --model-traffic: the first model request the recording did not answer (the
+    re-run's agent got an error carrying its code there)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +164,8 @@ class ReplaySource:
     """The source attempt's run node key."""
     checkpoint: ActivityRecord | None
     """The source's last checkpoint record."""
+    traffic: Path | None = None
+    """The source's recorded model traffic (`model.jsonl`), when it has one."""
 
     def actions_digest(self) -> str:
         """The digest of the recorded commands (what the replay re-executes and compares)."""
@@ -214,17 +233,31 @@ def read_source(dataset: Path, attempt: str) -> ReplaySource:
         commands=_recorded_commands(records),
         run_key=source_run_key(dataset, attempt),
         checkpoint=checkpoints[-1] if checkpoints else None,
+        traffic=directory / MODEL_TRAFFIC if (directory / MODEL_TRAFFIC).is_file() else None,
     )
 
 
-def replay_node(planned: Plan, source: ReplaySource, evaluate: bool, store: CacheStore) -> Node:
+def replay_node(
+    planned: Plan,
+    source: ReplaySource,
+    evaluate: bool,
+    store: CacheStore,
+    model_traffic: bool = False,
+) -> Node:
     """The replay node of `source`, keyed by rules/replay.yaml beside the planned lock and image."""
     rule = load_rules()[KIND]
     assert planned.key_inputs is not None
-    given = {
-        "replay": {"source": source.attempt, "actions": source.actions_digest()},
-        "evaluate": evaluate,
-    }
+    replayed: dict[str, Any] = {"source": source.attempt, "actions": source.actions_digest()}
+    if model_traffic:
+        if source.traffic is None:
+            raise UsageError(
+                "model_traffic_missing",
+                f"attempt {source.attempt} recorded no model traffic (no model.jsonl)",
+                field="--model-traffic",
+                hint="replay an attempt whose agent talked to its model through the gateway",
+            )
+        replayed["model_traffic"] = digest_bytes(source.traffic.read_bytes())
+    given = {"replay": replayed, "evaluate": evaluate}
     inputs = planned.key_inputs(rule, source.task, given)
     scoring = f"scoring_image:{source.task}"
     available = {
@@ -249,7 +282,7 @@ def replay_node(planned: Plan, source: ReplaySource, evaluate: bool, store: Cach
         status="hit" if action is not None else "miss",
         task_id=source.task,
         action=action,
-        payload={"source": source, "evaluate": evaluate},
+        payload={"source": source, "evaluate": evaluate, "model_traffic": model_traffic},
     )
 
 
@@ -271,16 +304,20 @@ def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
     shutil.rmtree(directory, ignore_errors=True)
     started = time.monotonic()
     scoring = context.results.get(f"scoring_image:{source.task}")
-    report = _run(
-        runtime,
-        node,
-        image_reference(context, node),
-        source.commands,
-        directory,
-        node.payload["evaluate"],
-        context.store,
-        {"verifier": reference_of(context.store, scoring)} if scoring else {},
-    )
+    scoring_images = {"verifier": reference_of(context.store, scoring)} if scoring else {}
+    if node.payload.get("model_traffic"):
+        report = _rerun_agent(runtime, node, context, source, directory, scoring_images)
+    else:
+        report = _run(
+            runtime,
+            node,
+            image_reference(context, node),
+            source.commands,
+            directory,
+            node.payload["evaluate"],
+            context.store,
+            scoring_images,
+        )
     checkpoint = source.checkpoint
     report = report.model_copy(
         update={
@@ -295,12 +332,17 @@ def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
         }
     )
     activity = directory / ACTIVITY_FILE
+    traffic = directory / MODEL_TRAFFIC
     store = context.store
     with store.in_use():
         outputs = {
             "report": OutputRef(digest=store.put_bytes(_report_bytes(report)), type="blob"),
             "activity": OutputRef(
                 digest=store.put_file(activity) if activity.is_file() else store.put_bytes(b""),
+                type="blob",
+            ),
+            "model": OutputRef(
+                digest=store.put_file(traffic) if traffic.is_file() else store.put_bytes(b""),
                 type="blob",
             ),
         }
@@ -318,11 +360,16 @@ def execute_replay(node: Node, context: ExecutionContext) -> NodeResult:
 
 
 def write_view(dataset_root: Path, store: CacheStore, action: ActionManifest) -> ReplayReport:
-    """Write `.ageval/runs/<replay id>/` (replay.json, activity.jsonl) from the cached node."""
+    """Write `.ageval/runs/<replay id>/` (replay.json, activity.jsonl and, after a
+    model-traffic replay, model.jsonl) from the cached node."""
     cached = ReplayReport.model_validate_json(store.get_bytes(action.outputs["report"].digest))
     directory = attempt_dir(dataset_root, cached.replay_id)
     report = cached.model_copy(update={"evidence": directory.as_posix()})
     atomic_write(directory / ACTIVITY_FILE, store.get_bytes(action.outputs["activity"].digest))
+    model = action.outputs.get("model")
+    traffic = store.get_bytes(model.digest) if model is not None else b""
+    if traffic:
+        atomic_write(directory / MODEL_TRAFFIC, traffic)
     atomic_write(directory / REPLAY_FILE, _report_bytes(report))
     return report
 
@@ -349,6 +396,7 @@ def replay(
     evaluate: bool,
     fresh: bool = False,
     binding: BindingRequest | None = None,
+    model_traffic: bool = False,
 ) -> ReplayOutcome:
     """Replay `attempt` of `dataset` (or reuse the cached replay); see the module docstring.
 
@@ -366,7 +414,7 @@ def replay(
     )
     planned = plan(request, store)
     revalidate_images(planned)
-    node = replay_node(planned, source, evaluate, store)
+    node = replay_node(planned, source, evaluate, store, model_traffic)
     if fresh:
         node.status, node.action = "miss", None
     planned.graph.add_node(node.id, node=node)
@@ -437,7 +485,15 @@ def _run(
                 found.append(divergence)
         evaluation = None
         if evaluate:
-            evaluation = _evaluate(runtime, place, identity, scoring_images, directory, store)
+            image, _ = place.container.commit(
+                REPLAY_REPOSITORY, blank=place.environment_names, labels=image_labels(store)
+            )
+            try:
+                evaluation = _evaluate(
+                    runtime, image, place.workdir, identity, scoring_images, directory, store
+                )
+            finally:
+                remove_image(image)
     finally:
         place.environment.close()
     return ReplayReport(
@@ -473,22 +529,20 @@ def _compare(
 
 def _evaluate(
     runtime: TaskRuntime,
-    place: Workplace,
+    image: str,
+    workdir: str,
     identity: str,
     scoring_images: dict[str, str],
     directory: Path,
     store: CacheStore,
 ) -> dict[str, Any]:
-    """Score the replayed outputs with the task's verifier, in containers of the replay's
-    final state (committed for it, removed after)."""
-    image, _ = place.container.commit(
-        REPLAY_REPOSITORY, blank=place.environment_names, labels=image_labels(store)
-    )
+    """Score the replayed outputs with the task's verifier, in containers of `image`, the
+    replay's final state (the caller removes it)."""
     session = ScoringSession(
         lock=runtime.lock,
         task_dir=runtime.task_dir,
         attempt_id=identity,
-        run=RunFacts(workdir=place.workdir),
+        run=RunFacts(workdir=workdir),
         attempt_image=image,
         scoring_images=scoring_images,
         trials_dir=directory / "trials",
@@ -500,6 +554,105 @@ def _evaluate(
         result = EvaluationResult.failed(exc.code, exc.message)
     finally:
         session.close()
-        remove_image(image)
     document = result.model_dump(mode="json")
     return {key: document.get(key) for key in ("status", "score", "details", "error")}
+
+
+def _source_attempt_number(attempt: str) -> int:
+    number = attempt.rpartition("-")[0].rpartition("-")[2]
+    return int(number) if number.isdigit() else 0
+
+
+def _rerun_agent(
+    runtime: TaskRuntime,
+    replay: Node,
+    context: ExecutionContext,
+    source: ReplaySource,
+    directory: Path,
+    scoring_images: dict[str, str],
+) -> ReplayReport:
+    """Re-run the source's run stage (run.py and its agents) with the gateway answering from
+    the source's model traffic; compare its terminal actions with the source's."""
+    assert source.traffic is not None
+    traffic = TrafficReplay.read(source.traffic, Redactor(runtime.secret_values()))
+    run = dataclasses.replace(
+        replay,
+        kind="run",
+        attempt=_source_attempt_number(source.attempt),
+        payload={"model_traffic": traffic},
+    )
+    try:
+        result: NodeResult | None = execute_run(run, context)
+    except AgevalError:
+        if traffic.divergence is None:
+            raise
+        result = None  # the agent met the divergence and failed there: report it
+    ran = attempt_dir(context.plan.dataset.root, attempt_id(run))
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in (ACTIVITY_FILE, MODEL_TRAFFIC):
+        if (ran / name).is_file():
+            shutil.move(ran / name, directory / name)
+    shutil.rmtree(ran, ignore_errors=True)
+    journal = directory / ACTIVITY_FILE
+    replayed = _recorded_commands(ActivityJournal(journal).read() if journal.is_file() else [])
+    found = _compare_actions(source.commands, replayed)
+    evaluation = None
+    if result is not None:
+        image = str(result.meta["committed_image"])
+        try:
+            if replay.payload["evaluate"]:
+                identity = replay_id(replay)
+                workdir = str(result.meta["workdir"])
+                evaluation = _evaluate(
+                    runtime, image, workdir, identity, scoring_images, directory, context.store
+                )
+        finally:
+            remove_image(image)
+    divergence = traffic.divergence
+    return ReplayReport(
+        source_attempt="",
+        replay_id="",
+        key=replay.key,
+        status="diverged" if found or divergence is not None else "matched",
+        steps=len(replayed),
+        first_divergence=found[0] if found else None,
+        divergences=len(found),
+        evidence=directory.as_posix(),
+        evaluation=evaluation,
+        model_traffic=True,
+        model_requests=sum(traffic.served.values()),
+        model_divergence=divergence,
+    )
+
+
+def _compare_actions(
+    recorded: list[RecordedCommand], replayed: list[RecordedCommand]
+) -> list[Divergence]:
+    """Step by step: the re-run's command, exit code and output against the source's."""
+    found: list[Divergence | None] = []
+    for step in range(max(len(recorded), len(replayed))):
+        if step >= len(recorded):
+            extra = replayed[step]
+            found.append(
+                Divergence(
+                    step=step,
+                    source_seq=-1,
+                    command=extra.command,
+                    expected_exit_code=None,
+                    actual_exit_code=-1 if extra.exit_code is None else extra.exit_code,
+                    expected_output_digest=None,
+                    actual_output_digest=_digest(extra.output) or "",
+                )
+            )
+            continue
+        expected = recorded[step]
+        if step >= len(replayed):
+            found.append(_compare(step, expected, -1, ""))
+            continue
+        actual = replayed[step]
+        exit_code = -1 if actual.exit_code is None else actual.exit_code
+        divergence = _compare(step, expected, exit_code, actual.output or "")
+        if divergence is None and actual.command != expected.command:
+            divergence = _compare(step, expected, -1, actual.output or "")
+        found.append(divergence)
+    return [item for item in found if item is not None]

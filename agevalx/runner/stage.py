@@ -436,7 +436,9 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     """Environment stage + run stage of one attempt; stores activity and final snapshots.
 
     With `node.payload["resume"]`, an interrupted attempt continues from its journal. Roles
-    with a model `base_url` talk to it through the process's model gateway (`gateway`).
+    with a model `base_url` talk to it through the process's model gateway (`gateway`); with
+    `node.payload["model_traffic"]` (a `TrafficReplay`), the gateway answers them from that
+    recording instead (`ageval replay --model-traffic`).
     """
     assert node.task_id is not None and node.attempt is not None
     lock = task_lock(context, node.task_id)
@@ -447,7 +449,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             runtime = dataset_of(context.plan).runtime(lock)
             directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
             log = TrafficLog(directory / MODEL_TRAFFIC, Redactor(runtime.secret_values()))
-            routes = AttemptRoutes(gateway, profiles(lock), log)
+            replay = node.payload.get("model_traffic")
+            routes = AttemptRoutes(gateway, profiles(lock), log, replay)
             stack.callback(routes.close)
         return _run_attempt(node, context, lock, routes)
 

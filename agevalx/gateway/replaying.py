@@ -1,0 +1,249 @@
+"""Model-traffic replay: the gateway answers from a source attempt's `model.jsonl`.
+
+`ageval replay --model-traffic` re-runs the attempt's agent with every role's route in replay
+mode: no upstream is contacted. Each role's requests are matched, in order, with the role's
+recorded exchanges by a digest of the request body (`request_digest`): the body parsed as
+JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
+and the secrets of the run do not count; the route's token travels in a header and never
+enters it. A match is answered with the recorded response (a recorded stream as a stream of
+the same server-sent events). The first request that does not match, or that comes after the
+role's last recorded one, is the divergence: the agent gets an error response carrying its
+code, and every later request of the attempt gets the same.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import xxhash
+from pydantic import BaseModel, ConfigDict
+
+from agevalx.errors import UsageError
+from agevalx.redaction import Redactor
+
+DIVERGED = "model_traffic_diverged"
+EXHAUSTED = "model_traffic_exhausted"
+SHOWN_CHARACTERS = 120
+"""How much of a differing value a divergence shows."""
+
+
+class ModelDivergence(BaseModel):
+    """The first model request of a replay that the recording does not answer."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    code: Literal["model_traffic_diverged", "model_traffic_exhausted"]
+    """`model_traffic_diverged`: the request differs from the recorded one at its place;
+    `model_traffic_exhausted`: the role made more requests than were recorded."""
+    role: str
+    """The role whose request it was."""
+    index: int
+    """The request's place among the role's requests (0-based)."""
+    source_seq: int | None = None
+    """The seq, in the source's model.jsonl, of the exchange it was matched against."""
+    method: str
+    path: str
+    expected_digest: str | None = None
+    """The recorded request's digest."""
+    actual_digest: str
+    """The replayed request's digest."""
+    difference: str
+    """What differed: the method, the path, or the first differing JSON location of the body
+    with both values (shortened)."""
+
+
+def normalised(value: Any) -> bytes:
+    """The canonical text a request digest is taken of."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def request_digest(value: Any) -> str:
+    return xxhash.xxh3_128_hexdigest(normalised(value))
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 3] + "..."
+
+
+def first_difference(expected: Any, actual: Any, pointer: str = "") -> str | None:
+    """The first JSON location (a JSON pointer) where `actual` differs from `expected`."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            here = f"{pointer}/{key}"
+            if key not in actual:
+                return f"{here}: missing (recorded {_shown(expected[key])})"
+            if key not in expected:
+                return f"{here}: not recorded (got {_shown(actual[key])})"
+            found = first_difference(expected[key], actual[key], here)
+            if found is not None:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for index, (left, right) in enumerate(zip(expected, actual, strict=False)):
+            found = first_difference(left, right, f"{pointer}/{index}")
+            if found is not None:
+                return found
+        if len(expected) != len(actual):
+            return f"{pointer or '/'}: {len(actual)} items, recorded {len(expected)}"
+        return None
+    if expected == actual and type(expected) is type(actual):
+        return None
+    return f"{pointer or '/'}: {_shown(actual)}, recorded {_shown(expected)}"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded exchange of a role."""
+
+    seq: int
+    method: str
+    path: str
+    request: Any
+    status: int
+    response: Any
+    streamed: bool
+
+    @property
+    def digest(self) -> str:
+        return request_digest(self.request)
+
+    def stream_bytes(self) -> bytes:
+        """The recorded stream as server-sent events (an event's `type` names it)."""
+        events = self.response if isinstance(self.response, list) else [self.response]
+        pieces = []
+        for event in events:
+            if isinstance(event, str) and event == "[DONE]":
+                pieces.append(b"data: [DONE]\n\n")
+                continue
+            named = isinstance(event, dict) and isinstance(event.get("type"), str)
+            head = f"event: {event['type']}\n".encode() if named else b""
+            pieces.append(head + b"data: " + normalised(event) + b"\n\n")
+        return b"".join(pieces)
+
+    def body_bytes(self) -> bytes:
+        if isinstance(self.response, str):
+            return self.response.encode()
+        return normalised(self.response)
+
+
+class TrafficReplay:
+    """A source attempt's recorded exchanges, served back per role, in order."""
+
+    def __init__(self, exchanges: dict[str, list[Exchange]], redactor: Redactor) -> None:
+        self.exchanges = exchanges
+        self.redactor = redactor
+        self.served: dict[str, int] = {}
+        self.divergence: ModelDivergence | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def read(cls, path: Path, redactor: Redactor) -> TrafficReplay:
+        """The replay of `path` (a `model.jsonl`); a malformed line is a coded error."""
+        exchanges: dict[str, list[Exchange]] = {}
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise UsageError(
+                "model_traffic_missing",
+                f"cannot read the recorded model traffic {path}: {exc.strerror}",
+                field="--model-traffic",
+                hint="replay an attempt whose agent talked to its model through the gateway",
+            ) from None
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                exchange = Exchange(
+                    seq=int(entry["seq"]),
+                    method=str(entry["method"]),
+                    path=str(entry["path"]),
+                    request=entry["request"],
+                    status=int(entry["status"]),
+                    response=entry["response"],
+                    streamed=bool(entry.get("streamed")),
+                )
+                role = str(entry["role"])
+            except (ValueError, KeyError, TypeError):
+                raise UsageError(
+                    "model_traffic_malformed",
+                    f"{path}:{number} is not a recorded exchange",
+                    field="--model-traffic",
+                    hint="model.jsonl is written by the gateway; restore it from the run "
+                    "node's `model` output",
+                ) from None
+            exchanges.setdefault(role, []).append(exchange)
+        for recorded in exchanges.values():
+            recorded.sort(key=lambda item: item.seq)
+        return cls(exchanges, redactor)
+
+    def role(self, name: str) -> RoleReplay:
+        return RoleReplay(self, name)
+
+    def answer(self, role: str, method: str, path: str, body: bytes) -> Exchange | ModelDivergence:
+        """The recorded exchange answering this request, or the divergence it is."""
+        live = self._masked(body)
+        digest = request_digest(live)
+        with self._lock:
+            if self.divergence is not None:
+                return self.divergence
+            index = self.served.get(role, 0)
+            recorded = self.exchanges.get(role, [])
+            if index >= len(recorded):
+                self.divergence = ModelDivergence(
+                    code=EXHAUSTED,
+                    role=role,
+                    index=index,
+                    method=method,
+                    path=path,
+                    actual_digest=digest,
+                    difference=f"the recording has {len(recorded)} requests of role {role}",
+                )
+                return self.divergence
+            expected = recorded[index]
+            difference = None
+            if method != expected.method:
+                difference = f"method {method}, recorded {expected.method}"
+            elif path != expected.path:
+                difference = f"path {path}, recorded {expected.path}"
+            elif digest != expected.digest:
+                difference = first_difference(expected.request, live) or "the body's bytes"
+            if difference is not None:
+                self.divergence = ModelDivergence(
+                    code=DIVERGED,
+                    role=role,
+                    index=index,
+                    source_seq=expected.seq,
+                    method=method,
+                    path=path,
+                    expected_digest=expected.digest,
+                    actual_digest=digest,
+                    difference=difference,
+                )
+                return self.divergence
+            self.served[role] = index + 1
+            return expected
+
+    def _masked(self, body: bytes) -> Any:
+        """The request as the recording holds it: parsed, with the run's secrets masked."""
+        text = self.redactor.text(body.decode("utf-8", "replace")) if body else ""
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return text
+
+
+@dataclass
+class RoleReplay:
+    """One role's view of the replay (what a gateway route holds)."""
+
+    replay: TrafficReplay
+    role: str
+
+    def answer(self, method: str, path: str, body: bytes) -> Exchange | ModelDivergence:
+        return self.replay.answer(self.role, method, path, body)

@@ -12,6 +12,7 @@ separate verifier environment).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from agevalx.harbor.dataset import (
     listed_tasks,
     slug,
 )
+from agevalx.harbor.envvars import from_host
 from agevalx.harbor.images import image_workdir
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.outcomes import (
@@ -233,8 +235,9 @@ class HarborRuntime(TaskRuntime):
         return {**self.spec.environment_env, **self.spec.agent_env}
 
     def environment_secrets(self) -> list[str]:
-        """The env values that came from the host: every value a `${VAR}` template resolved
-        to (seed 003 resolves them from the host; any may be a key), in the container's, the
+        """The env values that came from the host: every value a `${VAR}` template took from
+        a set host variable (seed 003 resolves them from the host; any may be a key; a
+        `${VAR:-default}` falling back to its default is not one), in the container's, the
         agent's, the solution's, the verifier's and a separate verifier environment's env.
         A value written literally in task.toml or the job config is not a secret."""
         written = self.dataset.task_spec(self.lock.task_id, templates=True)
@@ -252,7 +255,7 @@ class HarborRuntime(TaskRuntime):
             value
             for templates, resolved in pairs
             for key, value in resolved.items()
-            if templates.get(key) != value
+            if key not in templates or from_host(templates[key], os.environ)
         ]
 
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:

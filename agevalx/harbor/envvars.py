@@ -60,6 +60,14 @@ def resolve_env(env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str,
     return resolved
 
 
+def from_host(value: str, environ: Mapping[str, str]) -> bool:
+    """Whether a written env value takes its value from the host: a whole-value template
+    whose variable is set in `environ` (a `${NAME:-default}` falling back to its default is
+    as literal as the file it is written in)."""
+    match = _TEMPLATE.fullmatch(value)
+    return match is not None and match.group(1) in environ
+
+
 def layered(*layers: Mapping[str, str] | None) -> dict[str, str]:
     """Merge env maps, later layers winning (task, then job, then run)."""
     merged: dict[str, str] = {}

@@ -16,6 +16,7 @@ import yaml
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client, image_exists
+from tests.integration.run.test_run_oracle import containers_created_since
 
 pytestmark = pytest.mark.integration
 
@@ -191,16 +192,6 @@ def test_an_isolated_host_never_inherits_the_agents_network(
     result = only_result(document)
     assert code == 0 and result["status"] == "PASS", json.dumps(document["nodes"])
     assert result["details"]["interfaces"] != ["lo"]
-
-
-def containers_created_since(started: float) -> int:
-    events = client().events(
-        since=int(started),
-        until=int(time.time()) + 1,
-        decode=True,
-        filters={"type": "container", "event": "create", "label": f"ageval.session={SESSION}"},
-    )
-    return sum(1 for _ in events)
 
 
 def with_params(dataset: Path, use: list[str]) -> Path:

@@ -16,10 +16,12 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="session")
 def docker_engine() -> object:
     from agevalx.environments.engine import client, image_exists
+    from tests.integration.engine_events import EVENTS
 
     engine = client()  # raises docker_unavailable with a hint: run scripts/setup-docker.sh
     if not image_exists("ageval/base:bookworm"):
         pytest.fail("the base image ageval/base:bookworm is missing: run scripts/setup-docker.sh")
+    EVENTS.start()
     return engine
 
 

@@ -26,6 +26,7 @@ from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from agevalx.images.build import reference_of
+from tests.integration.engine_events import EVENTS
 
 pytestmark = pytest.mark.integration
 
@@ -109,13 +110,7 @@ def _remove_images(cache: Path) -> int:
 
 def _containers_since(started: float) -> list[str]:
     """Names of the containers this process created since `started`."""
-    events = client().events(
-        since=int(started),
-        until=int(time.time()) + 1,
-        decode=True,
-        filters={"type": "container", "event": "create", "label": f"ageval.session={SESSION}"},
-    )
-    return [event["Actor"]["Attributes"]["name"] for event in events]
+    return EVENTS.created(started, "ageval.session", SESSION)
 
 
 def _outcomes(document: dict[str, Any], kind: str) -> list[str]:

@@ -23,7 +23,6 @@ import pytest
 from agevalx.cli import main
 from agevalx.environments.engine import client
 from tests.integration.recovery.test_resume_faults import (
-    EXECS,
     agent_starts,
     attempt_dirs,
     records,
@@ -169,7 +168,6 @@ def test_a_killed_harbor_attempt_resumes_to_the_uninterrupted_result(
 ) -> None:
     dataset = copy_dataset(DATASET)
     condition, expected_starts = FAULTS[fault]
-    EXECS.start()
     started = time.time()
     killed = _kill_when(dataset, lambda: condition(dataset))
     [directory] = attempt_dirs(dataset)

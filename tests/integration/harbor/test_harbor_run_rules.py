@@ -17,11 +17,11 @@ from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.cli.run import _recap
 from agevalx.environments.container import ATTEMPT_LABEL
-from agevalx.environments.engine import client
 from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.run import RunRequest
 from agevalx.operations.run import run as run_attempts
+from tests.integration.engine_events import EVENTS
 
 pytestmark = pytest.mark.integration
 
@@ -206,17 +206,7 @@ def test_a_test_sh_that_kills_pid_1_is_a_sandbox_failure_retried(copy_dataset, c
 def _containers_created(document: dict[str, Any], since: float) -> list[str]:
     """The containers the engine created for the attempt since `since` (any stage)."""
     (result,) = document["results"]
-    events = client().events(
-        since=int(since),
-        until=int(time.time()) + 1,
-        decode=True,
-        filters={
-            "type": "container",
-            "event": "create",
-            "label": f"{ATTEMPT_LABEL}={result['attempt_id']}",
-        },
-    )
-    return [event["Actor"]["Attributes"].get("name", "") for event in events]
+    return EVENTS.created(since, ATTEMPT_LABEL, result["attempt_id"])
 
 
 def _gpu_failure(document: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from agevalx.cli import main
 from agevalx.environments.engine import client
 from agevalx.environments.owners import process_start
+from tests.integration.engine_events import EVENTS, attributes
 
 pytestmark = pytest.mark.integration
 
@@ -55,54 +55,23 @@ def evaluation_running(dataset: Path) -> bool:
     return False
 
 
-class _ExecWatch:
-    """Every `exec_create` event of an attempt container, recorded live from the first use on.
-
-    The engine replays only its last 256 events to a `since` query, so on a busy engine (other
-    tests, other runs) the early execs of an attempt are gone by the time it is counted; a
-    live subscription loses none."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        stream = client().events(decode=True, filters={"type": "container", "event": "exec_create"})
-        self._thread = threading.Thread(target=self._follow, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _follow(self, stream: Any) -> None:
-        for event in stream:
-            with self._lock:
-                self.events.append(event)
-
-    def since(self, seconds: float) -> list[dict[str, Any]]:
-        time.sleep(1.0)  # let the stream deliver the last events of the run
-        with self._lock:
-            return [e for e in self.events if int(e.get("timeNano", 0)) >= seconds * 1e9]
-
-
-EXECS = _ExecWatch()
-
-
 def agent_starts(since: float, attempt: str, owners: set[int]) -> int:
     """Agent processes started in the attempt's containers by these ageval processes (others
-    running the same tests on this engine make containers with the same attempt id). The
-    watch must have been started (`EXECS.start()`) before `since`."""
-    assert EXECS._thread is not None, "EXECS.start() before the run"
-    # The engine names the command in the action (`exec_create: <command>`, Docker 20.10) or
-    # in the actor's attributes (newer engines).
-    return sum(
-        1
-        for event in EXECS.since(since)
-        if "agent.py" in f"{event.get('Action', '')} {json.dumps(event.get('Actor', {}))}"
-        and event.get("Actor", {}).get("Attributes", {}).get("ageval.attempt") == attempt
-        and event.get("Actor", {}).get("Attributes", {}).get("ageval.owner.pid")
-        in {str(pid) for pid in owners}
-    )
+    running the same tests on this engine make containers with the same attempt id)."""
+    pids = {str(pid) for pid in owners}
+
+    def mine(event: dict[str, Any]) -> bool:
+        # The engine names the command in the action (`exec_create: <command>`, Docker 20.10)
+        # or in the actor's attributes (newer engines).
+        said = f"{event.get('Action', '')} {json.dumps(event.get('Actor', {}))}"
+        labels = attributes(event)
+        return (
+            "agent.py" in said
+            and labels.get("ageval.attempt") == attempt
+            and labels.get("ageval.owner.pid") in pids
+        )
+
+    return len(EVENTS.since(since, "exec_create", mine))
 
 
 def kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 90) -> int:
@@ -151,7 +120,6 @@ FAULTS: dict[str, tuple[Callable[[Path], bool], int]] = {
 def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, fault) -> None:
     dataset = copy_dataset(RUNCASES)
     condition, expected_starts = FAULTS[fault]
-    EXECS.start()
     started = time.time()
     killed = kill_when(dataset, lambda: condition(dataset))
     done_before = [r for r in records(dataset) if r["type"] == "invocation"]

@@ -13,6 +13,7 @@ from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from tests.integration.conftest import committed_image
+from tests.integration.engine_events import EVENTS
 
 pytestmark = pytest.mark.integration
 
@@ -31,19 +32,15 @@ def outcome(document: dict[str, Any], node: str) -> str:
 
 def containers_created_since(started: float) -> int:
     """Containers this process created (other processes may share the engine)."""
-    events = client().events(
-        since=int(started),
-        until=int(time.time()) + 1,
-        decode=True,
-        filters={"type": "container", "event": "create", "label": f"ageval.session={SESSION}"},
-    )
-    return sum(1 for _ in events)
+    return len(EVENTS.created(started, "ageval.session", SESSION))
 
 
 def test_oracle_passes_and_a_second_run_starts_no_container(copy_dataset, capsys) -> None:
     dataset = copy_dataset(RUNCASES)
+    began = time.time()
     code, first = run_json(capsys, str(dataset), "--task", "echo-pass")
     assert code == 0, first
+    assert containers_created_since(began) >= 1  # the count sees this process's containers
     result = first["results"][0]
     assert result["status"] == "PASS" and result["score"] == 1.0
     attempt = dataset / ".ageval/runs" / result["attempt_id"]

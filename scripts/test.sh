@@ -11,6 +11,10 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== unit tests"
-.venv/bin/pytest -q -m unit
+.venv/bin/pytest -q -m unit -n 2
+# Two workers, one test file each at a time; the tests that change engine-wide state (kill
+# ageval and resume, reap orphans, remove shared images) run alone afterwards.
 echo "== integration tests"
-.venv/bin/pytest -q -m "not unit"
+.venv/bin/pytest -q -m "not unit and not serial" -n 2 --dist loadfile
+echo "== integration tests that change engine-wide state"
+.venv/bin/pytest -q -m "not unit and serial"

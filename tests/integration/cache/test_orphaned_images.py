@@ -18,7 +18,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.environments.engine import client
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 RUNCASES = Path(__file__).resolve().parents[2] / "integration/data/runcases"
 TASK = "echo-pass"

@@ -24,7 +24,7 @@ from tests.integration.cache.test_two_machines import (
     _remove_images,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs/sharing-a-cache.md"

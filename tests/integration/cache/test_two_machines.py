@@ -28,7 +28,7 @@ from agevalx.environments.engine import client
 from agevalx.images.build import reference_of
 from tests.integration.engine_events import EVENTS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNCASES = ROOT / "tests/integration/data/runcases"

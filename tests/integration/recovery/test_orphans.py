@@ -27,7 +27,7 @@ from agevalx.cli import main
 from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_HOST, OWNER_PID, OWNER_START, process_start
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNCASES = ROOT / "tests/integration/data/runcases"

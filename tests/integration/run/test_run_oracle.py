@@ -71,6 +71,7 @@ def test_editing_the_evaluator_reruns_only_evaluation(copy_dataset, capsys) -> N
     assert document["results"][0]["status"] == "FAIL"
 
 
+@pytest.mark.serial  # removes a committed image other tests may share
 def test_evaluation_restores_the_cached_run_when_its_container_image_is_gone(
     copy_dataset, capsys
 ) -> None:

@@ -26,8 +26,8 @@ from agevalx.cache.scan import (
     iter_tree_files,
 )
 from agevalx.cache.store import CacheStore, discard
+from agevalx.limits import DEFAULT_KEEP_NEWEST as DEFAULT_KEEP_NEWEST
 
-DEFAULT_KEEP_NEWEST = 100
 STALE_TMP_SECONDS = 3600
 
 

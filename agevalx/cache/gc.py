@@ -34,7 +34,7 @@ STALE_TMP_SECONDS = 3600
 class GcReport(BaseModel):
     """What one gc run kept and removed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     actions_removed: int = 0
     """Action entries deleted (unreachable, incomplete or malformed)."""

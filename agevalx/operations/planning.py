@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import UsageError
 from agevalx.formats import open_dataset
 from agevalx.formats.base import Dataset
 from agevalx.graph.plan import GraphRequest, Plan, plan_graph
-from agevalx.harbor.options import HarborOptions
 from agevalx.limits import MAX_K as MAX_K
 from agevalx.limits import MAX_PLANNED_ATTEMPTS as MAX_PLANNED_ATTEMPTS
 from agevalx.lockfile.binding import BindingRequest
+
+if TYPE_CHECKING:
+    from agevalx.harbor.options import HarborOptions  # only Harbor datasets load it
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ _SECRET_RE = re.compile(r"secret|password|token|key", re.IGNORECASE)
 
 _CONFIG = ConfigDict(
     extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True,
-    use_attribute_docstrings=True,
 )  # fmt: skip
 
 

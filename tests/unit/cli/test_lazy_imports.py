@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,31 @@ def test_a_command_imports_its_work_when_it_runs() -> None:
     modules = set(json.loads(done.stdout.splitlines()[-1]))
     assert "agevalx.cache.usage" in modules
     assert "agevalx.runner" not in modules  # and not the other commands' work
+
+
+def test_planning_an_ageval_dataset_loads_no_runtime(tmp_path: Path) -> None:
+    """`ageval graph show` of an ageval dataset plans without the Harbor format, the agents,
+    the ACP SDK or the Docker SDK (they are needed only to run attempts)."""
+    dataset = Path(__file__).parents[3] / "examples" / "datasets" / "minimal-demo"
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from agevalx.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = main(['graph', 'show', {str(dataset)!r}, '--cache-dir', "
+        f"{str(tmp_path)!r}, '--json'])\n"
+        "assert code == 0 and json.loads(out.getvalue())['nodes'], out.getvalue()\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "agevalx.graph.plan" in modules  # it did plan
+    roots = {name.split(".")[0] for name in modules}
+    assert not roots & {"acp", "docker", "aiohttp", "requests"}
+    loaded_runtime = [
+        name
+        for name in ("agevalx.formats.harbor", "agevalx.agents.acp", "agevalx.environments.engine")
+        if name in modules
+    ]
+    assert loaded_runtime == []

@@ -6,9 +6,10 @@ reaching the user is a bug.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+if TYPE_CHECKING:
+    from agevalx.warning import AgevalWarning as AgevalWarning
 
 
 class AgevalError(Exception):
@@ -60,16 +61,11 @@ class UsageError(AgevalError):
     exit_code = 2
 
 
-class AgevalWarning(BaseModel):
-    """A reported, non-fatal finding: loading and running go on (a declared setting that is
-    not applied, an ignored key)."""
+def __getattr__(name: str) -> Any:
+    # AgevalWarning is a pydantic model: it lives in agevalx.warning so that importing the
+    # errors (which everything does, the command line first) does not import pydantic.
+    if name == "AgevalWarning":
+        from agevalx.warning import AgevalWarning
 
-    model_config = ConfigDict(frozen=True)
-
-    code: str
-    """Stable code, e.g. `harbor_field_unapplied`."""
-    message: str
-    file: str | None = None
-    """The file the finding is about, when known."""
-    field: str | None = None
-    """Dotted path of the field, e.g. `agents[0].model_name`."""
+        return AgevalWarning
+    raise AttributeError(f"module 'agevalx.errors' has no attribute {name!r}")

@@ -26,15 +26,15 @@ from agevalx.cache.scan import (
     iter_tree_files,
 )
 from agevalx.cache.store import CacheStore, discard
+from agevalx.limits import DEFAULT_KEEP_NEWEST as DEFAULT_KEEP_NEWEST
 
-DEFAULT_KEEP_NEWEST = 100
 STALE_TMP_SECONDS = 3600
 
 
 class GcReport(BaseModel):
     """What one gc run kept and removed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     actions_removed: int = 0
     """Action entries deleted (unreachable, incomplete or malformed)."""

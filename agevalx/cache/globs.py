@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import relative_path_problem
@@ -75,8 +76,8 @@ class PathFilter:
         self, include: Sequence[str] | None = None, exclude: Sequence[str] | None = None
     ) -> None:
         self._include_all = include is None
-        self._include = _combine(include or [])
-        self._exclude = _combine(exclude or [])
+        self._include = _combine(tuple(include or ()))
+        self._exclude = _combine(tuple(exclude or ()))
 
     def excludes(self, path: str) -> bool:
         """True if an exclude glob matches `path` itself (callers prune whole dirs)."""
@@ -108,7 +109,10 @@ class PathFilter:
         return True
 
 
-def _combine(patterns: Sequence[str]) -> re.Pattern[str] | None:
+@lru_cache(maxsize=256)
+def _combine(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for a set of globs; memoised, since planning filters every task's tree
+    with the same globs."""
     if not patterns:
         return None
     return re.compile("|".join(f"(?:{glob_regex(pattern)})" for pattern in patterns))

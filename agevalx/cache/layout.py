@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 from agevalx.cache.errors import CacheError
@@ -68,15 +69,35 @@ def check_ref_name(value: str) -> str:
 def sharded(base: Path, digest: str) -> Path:
     """`base/<first 2 hex>/<remaining 30 hex>` for a validated digest."""
     check_digest(digest)
-    return base / digest[:2] / digest[2:]
+    # One join, not two: planning builds a path per lookup, and pathlib's joins dominate.
+    return base.joinpath(f"{digest[:2]}/{digest[2:]}")
 
 
+def sharded_name(base: str, digest: str) -> str:
+    """`sharded` as a string, for existence checks on many digests."""
+    check_digest(digest)
+    return f"{base}/{digest[:2]}/{digest[2:]}"
+
+
+def action_name(actions: str, kind: str, key: str) -> str:
+    """`action_path` as a string, under the actions directory `actions`."""
+    check_kind(kind)
+    return sharded_name(f"{actions}/{kind}", check_digest(key, "key"))
+
+
+@lru_cache(maxsize=64)
 def object_dir(root: Path) -> Path:
     return root / OBJECTS / ALGORITHM
 
 
+@lru_cache(maxsize=64)
 def tree_dir(root: Path) -> Path:
     return root / TREES / ALGORITHM
+
+
+@lru_cache(maxsize=256)
+def _action_dir(root: Path, kind: str) -> Path:
+    return root / ACTIONS / check_kind(kind)
 
 
 def object_path(root: Path, digest: str) -> Path:
@@ -91,7 +112,7 @@ def tree_path(root: Path, digest: str) -> Path:
 
 def action_path(root: Path, kind: str, key: str) -> Path:
     """The file holding the action entry for node `key` of `kind`."""
-    return sharded(root / ACTIONS / check_kind(kind), check_digest(key, "key"))
+    return sharded(_action_dir(root, kind), check_digest(key, "key"))
 
 
 def ref_path(root: Path, name: str) -> Path:

@@ -43,7 +43,6 @@ _MODEL_CONFIG = ConfigDict(
     strict=True,
     validate_by_name=True,
     serialize_by_alias=True,
-    use_attribute_docstrings=True,
 )
 
 

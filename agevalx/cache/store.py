@@ -50,6 +50,10 @@ class CacheStore:
         self.lock.check()
         self.stat_cache = StatCache(self.root / layout.STAT_CACHE_FILE)
         """Digest memo for `put_tree`, kept in this cache root."""
+        self._objects = os.fspath(layout.object_dir(self.root))
+        self._actions = os.fspath(self.root / layout.ACTIONS)
+        """The blob directory as a string: a hit checks every blob it names, and building
+        a Path per check cost more than the check."""
 
     def _open_layout(self) -> None:
         version_file = self.root / layout.VERSION_FILE
@@ -132,7 +136,7 @@ class CacheStore:
         return digest
 
     def has_blob(self, digest: str) -> bool:
-        return layout.object_path(self.root, digest).is_file()
+        return os.path.isfile(layout.sharded_name(self._objects, digest))
 
     def get_bytes(self, digest: str) -> bytes:
         """A blob's bytes, verified against its digest."""
@@ -316,7 +320,7 @@ class CacheStore:
         A hit needs the entry to parse and validate and every blob and tree it names
         (and every blob of those trees) to be present. Anything else is a miss.
         """
-        path = layout.action_path(self.root, kind, key)
+        path = layout.action_name(self._actions, kind, key)
         with self.in_use():
             manifest = read_action(path, kind, key)
             if manifest is None or self.missing_outputs(manifest):
@@ -357,7 +361,8 @@ class CacheStore:
 
     def _blob_intact(self, entry: TreeEntry) -> bool:
         try:
-            return layout.object_path(self.root, _digest(entry)).stat().st_size == entry.size
+            path = layout.sharded_name(self._objects, _digest(entry))
+            return os.stat(path).st_size == entry.size
         except FileNotFoundError:
             return False
 
@@ -453,10 +458,12 @@ class CacheStore:
         return refs
 
 
-def read_action(path: Path, kind: str, key: str) -> ActionManifest | None:
+def read_action(path: Path | str, kind: str, key: str) -> ActionManifest | None:
     """Parse an action file; None if it is missing, malformed or names another node."""
     try:
-        manifest = ActionManifest.from_bytes(path.read_bytes(), source=str(path))
+        with open(path, "rb") as handle:
+            data = handle.read()
+        manifest = ActionManifest.from_bytes(data, source=str(path))
     except (OSError, CacheError):
         return None
     if manifest.kind != kind or manifest.key != key:

@@ -27,7 +27,7 @@ from agevalx.cache.errors import CacheError
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 
-_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid")
 
 
 class TransferProgress(Protocol):

@@ -13,7 +13,7 @@ from agevalx.cache.manifest import ActionManifest, TreeManifest
 from agevalx.cache.scan import file_size, iter_action_files, iter_blob_files, iter_tree_files
 from agevalx.cache.store import CacheStore
 
-_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+_CONFIG = ConfigDict(extra="forbid")
 
 
 class AreaUsage(BaseModel):

@@ -28,7 +28,7 @@ Area = Literal["objects", "trees", "actions"]
 class CorruptFile(BaseModel):
     """A stored file that cannot be trusted."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     area: Area
     """Which part of the cache it is in."""
@@ -44,7 +44,7 @@ class CorruptFile(BaseModel):
 class BrokenAction(BaseModel):
     """A well-formed action entry that names objects the cache does not hold."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     kind: str
     """The entry's node kind."""
@@ -57,7 +57,7 @@ class BrokenAction(BaseModel):
 class InvalidOutput(BaseModel):
     """An entry whose blob verifies against its digest but breaks its declared format."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     kind: str
     key: str
@@ -74,7 +74,7 @@ OutputCheck = Callable[[bytes], str | None]
 class VerifyReport(BaseModel):
     """The outcome of re-hashing a cache."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     objects_checked: int = 0
     """Blobs re-hashed."""

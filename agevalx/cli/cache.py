@@ -5,40 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
-from agevalx.cache.gc import DEFAULT_KEEP_NEWEST, collect_garbage
-from agevalx.cache.remote.config import (
-    REMOTE_ENV,
-    add_remote,
-    load_remotes,
-    open_remote,
-    parse_option,
-    remove_remote,
-)
-from agevalx.cache.remote.gc import collect_remote_garbage
-from agevalx.cache.remote.store import RemoteStore
-from agevalx.cache.store import CacheStore
-from agevalx.cache.transfer import TransferReport, all_entries, pull, push, push_refs
-from agevalx.cache.usage import disk_usage, list_actions
 from agevalx.cli.options import CacheDirOption, JsonOption, open_store
-from agevalx.cli.render import print_json, stderr, stdout
-from agevalx.environments.engine import EnvironmentFailure
+from agevalx.cli.render import print_json, real_console, stderr, stdout
 from agevalx.errors import UsageError
-from agevalx.images.gc import ImageGcReport, collect_images
-from agevalx.operations.share import ShareReport, dataset_id_of, pull_jobs, push_jobs
-from agevalx.operations.verify import verify as verify_store
+from agevalx.limits import DEFAULT_KEEP_NEWEST, REMOTE_ENV
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from agevalx.cache.remote.store import RemoteStore
+    from agevalx.cache.store import CacheStore
+    from agevalx.cache.transfer import TransferReport
+    from agevalx.images.gc import ImageGcReport
+    from agevalx.operations.share import ShareReport
 
 app = typer.Typer(help="Inspect and maintain the content-addressed cache.")
 remote_app = typer.Typer(help="Configure the shared remotes this cache pushes to and pulls from.")
@@ -75,6 +58,10 @@ def list_command(
     as_json: JsonOption = False,
 ) -> None:
     """List cached nodes (action entries): kind, key, when, size, and whether complete."""
+    from rich.table import Table
+
+    from agevalx.cache.usage import list_actions
+
     with open_store(cache_dir) as store:
         entries = list_actions(store, kind)
     if as_json:
@@ -99,6 +86,8 @@ def list_command(
 @app.command()
 def du(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
     """Show the cache's disk usage per area and per node kind."""
+    from agevalx.cache.usage import disk_usage
+
     with open_store(cache_dir) as store:
         usage = disk_usage(store)
     if as_json:
@@ -121,6 +110,8 @@ def verify(
     as_json: JsonOption = False,
 ) -> None:
     """Re-hash every stored object and report corrupt ones (exit 1 when any is found)."""
+    from agevalx.operations.verify import verify as verify_store
+
     with open_store(cache_dir) as store:
         report = verify_store(store, remove_corrupt=remove_corrupt)
     if as_json:
@@ -173,6 +164,8 @@ def gc(
 ) -> None:
     """Delete what no ref reaches, keeping the newest entries of each kind; list (with
     --images, remove) this cache's orphaned Docker images."""
+    from agevalx.cache.gc import collect_garbage
+
     if remote is not None:
         _gc_remote(remote, keep_newest, cache_dir, as_json)
         return
@@ -195,6 +188,9 @@ def gc(
 
 def _orphaned_images(store: CacheStore, remove: bool) -> ImageGcReport | None:
     """The image part of gc; None when there is no Docker engine and none was asked for."""
+    from agevalx.environments.engine import EnvironmentFailure
+    from agevalx.images.gc import collect_images
+
     try:
         return collect_images(store, remove=remove)
     except EnvironmentFailure:
@@ -220,6 +216,9 @@ def _render_images(report: ImageGcReport, *, removing: bool) -> None:
 
 
 def _gc_remote(name: str, keep_newest: int, cache_dir: Any, as_json: bool) -> None:
+    from agevalx.cache.remote.config import open_remote
+    from agevalx.cache.remote.gc import collect_remote_garbage
+
     with open_store(cache_dir) as store, open_remote(store, name) as remote:
         report = collect_remote_garbage(remote, keep_newest_per_kind=keep_newest)
     if as_json:
@@ -257,6 +256,10 @@ def push_command(
 ) -> None:
     """Upload a dataset's jobs, one job, or (--all) every cached node, with what they reach,
     that the remote lacks."""
+    from agevalx.cache.remote.config import open_remote
+    from agevalx.cache.transfer import all_entries, push, push_refs
+    from agevalx.operations.share import dataset_id_of, push_jobs
+
     _require_selection(dataset, job, everything, "push")
     with open_store(cache_dir) as store, open_remote(store, remote) as opened:
         if everything:
@@ -287,6 +290,10 @@ def pull_command(
 ) -> None:
     """Download a dataset's jobs (and write its .ageval/ views), one job, or (--all) every
     node of the remote, with what they reach, that this cache lacks."""
+    from agevalx.cache.remote.config import open_remote
+    from agevalx.cache.transfer import all_entries, pull
+    from agevalx.operations.share import dataset_id_of, pull_jobs
+
     _require_selection(dataset, job, everything, "pull")
     with open_store(cache_dir) as store, open_remote(store, remote) as opened:
         if everything:
@@ -366,13 +373,15 @@ def _progress_bar(as_json: bool) -> Iterator[_Bar | None]:
     if as_json or not stderr.is_terminal:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=stderr, transient=True) as progress:
+    with Progress(*columns, console=real_console(stderr), transient=True) as progress:
         yield _Bar(progress)
 
 
@@ -425,6 +434,8 @@ def remote_add(
     as_json: JsonOption = False,
 ) -> None:
     """Configure a shared remote for this cache (stored in <cache>/remotes.json)."""
+    from agevalx.cache.remote.config import add_remote, parse_option
+
     options = dict(parse_option(text) for text in option or [])
     with open_store(cache_dir) as store:
         config = add_remote(store, name, url, read_only=read_only, options=options)
@@ -438,6 +449,10 @@ def remote_add(
 @remote_app.command(name="list")
 def remote_list(cache_dir: CacheDirOption = None, as_json: JsonOption = False) -> None:
     """List the remotes configured for this cache."""
+    from rich.table import Table
+
+    from agevalx.cache.remote.config import load_remotes
+
     with open_store(cache_dir) as store:
         remotes = load_remotes(store)
     if as_json:
@@ -463,6 +478,8 @@ def remote_remove(
     as_json: JsonOption = False,
 ) -> None:
     """Forget a configured remote (nothing on the remote is touched)."""
+    from agevalx.cache.remote.config import remove_remote
+
     with open_store(cache_dir) as store:
         remove_remote(store, name)
     if as_json:

@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from agevalx.cli.options import DatasetArgument, JsonOption
 from agevalx.cli.render import print_json, stdout
-from agevalx.operations.recovery import list_checkpoints
 
 
 def checkpoints(
@@ -18,6 +16,10 @@ def checkpoints(
     as_json: JsonOption = False,
 ) -> None:
     """List the cut points of an attempt: what --fork --checkpoint <seq> can start from."""
+    from rich.table import Table
+
+    from agevalx.operations.recovery import list_checkpoints
+
     points = list_checkpoints(dataset, run)
     if as_json:
         print_json({"ok": True, "attempt_id": run, "checkpoints": [p.model_dump() for p in points]})

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree
 
 from agevalx.cli.options import (
     AgentOption,
@@ -27,12 +24,14 @@ from agevalx.cli.options import (
     open_store,
 )
 from agevalx.cli.render import print_json, stdout
-from agevalx.formats.base import dataset_of
-from agevalx.graph import explain
-from agevalx.harbor.options import HarborOptions
-from agevalx.lockfile import BindingRequest
-from agevalx.operations.lineage import BranchView, Lineage, branches, lineage
-from agevalx.operations.planning import MAX_K, PlanRequest, plan
+from agevalx.limits import MAX_K
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from agevalx.harbor.options import HarborOptions
+    from agevalx.operations.lineage import BranchView, Lineage
+    from agevalx.operations.planning import PlanRequest
 
 app = typer.Typer(
     help="Inspect the build graph: nodes, keys, fork and replay branches, why a node is stale."
@@ -51,6 +50,9 @@ def _request(
     profiles: Any,
     harbor: HarborOptions | None = None,
 ) -> PlanRequest:
+    from agevalx.lockfile import BindingRequest
+    from agevalx.operations.planning import PlanRequest
+
     return PlanRequest(
         dataset=dataset,
         tasks=tuple(task or ()),
@@ -69,6 +71,8 @@ def _status(view: BranchView) -> str:
 
 
 def _branch_label(view: BranchView) -> str:
+    from rich.markup import escape
+
     origin = (
         "run end"
         if view.checkpoint_seq is None
@@ -92,6 +96,11 @@ def _grow(tree: Tree, found: Lineage, attempt: str, seen: set[str]) -> None:
 
 def _lineage_tree(views: list[BranchView]) -> Tree:
     """Each source run, with the branches grown from its checkpoints (and theirs) under it."""
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    from agevalx.operations.lineage import lineage
+
     found = lineage(views)
     tree = Tree("branches")
     for attempt in found.roots:
@@ -121,6 +130,10 @@ def show(
 ) -> None:
     """List the nodes of a dataset's graph with their keys and cache status (hit/miss), then
     the fork and replay branches grown from the checkpoints of its tasks' attempts."""
+    from agevalx.formats.base import dataset_of
+    from agevalx.operations.lineage import branches
+    from agevalx.operations.planning import plan
+
     harbor = harbor_options(
         job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
     )
@@ -139,6 +152,8 @@ def show(
             }
         )
         return
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False)
     for column in ("node", "status", "key", "parents"):
         table.add_column(column)
@@ -184,6 +199,9 @@ def explain_command(
     as_json: JsonOption = False,
 ) -> None:
     """Say why a node is stale: which of its inputs changed since it was last computed."""
+    from agevalx.graph import explain
+    from agevalx.operations.planning import plan
+
     harbor = harbor_options(
         job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
     )

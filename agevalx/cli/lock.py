@@ -18,8 +18,6 @@ from agevalx.cli.options import (
     open_store,
 )
 from agevalx.cli.render import print_json, stdout
-from agevalx.lockfile import BindingRequest
-from agevalx.operations.lock import lock as lock_dataset
 
 
 def lock(
@@ -43,6 +41,9 @@ def lock(
 
     Exit codes: 0 locked, 1 lock failure, 2 usage error.
     """
+    from agevalx.lockfile import BindingRequest
+    from agevalx.operations.lock import lock as lock_dataset
+
     request = BindingRequest(agent=agent, model=model, profiles=profiles)
     with open_store(cache_dir) as store:
         outcomes = lock_dataset(

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-import yaml
 
-from agevalx.agents.mockllm import MockLLM, MockLLMError
 from agevalx.cli.render import stdout
 from agevalx.errors import UsageError
 
@@ -27,6 +25,8 @@ CostOption = Annotated[
 
 
 def _script(path: Path) -> list[Any]:
+    import yaml
+
     try:
         value = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -44,6 +44,8 @@ def mock_model(
 ) -> None:
     """Serve a scripted OpenAI-compatible model (chat completions, streamed or not) until
     interrupted: a model for trying ageval out and for tests, no API key needed."""
+    from agevalx.agents.mockllm import MockLLM, MockLLMError
+
     try:
         server = MockLLM(_script(script), host=host, port=port, cost=cost).start()
     except MockLLMError as exc:

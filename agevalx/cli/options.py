@@ -1,18 +1,24 @@
-"""Options shared by several commands."""
+"""Options shared by several commands.
+
+The command modules are imported to build the parser (also for `--help`), so they import
+only typer, this module and `agevalx.limits` at the top; everything a command needs to do
+its work is imported inside the command's function. `tests/unit/cli/test_lazy_imports.py`
+fails when a heavy module is imported by `import agevalx.cli`.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from agevalx.cache.layered import open_cache
-from agevalx.cache.location import resolve_cache_dir
-from agevalx.cache.remote.config import REMOTE_ENV
-from agevalx.cache.store import CacheStore
-from agevalx.harbor.options import HarborOptions
+from agevalx.limits import REMOTE_ENV
+
+if TYPE_CHECKING:
+    from agevalx.cache.store import CacheStore
+    from agevalx.harbor.options import HarborOptions
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 CacheDirOption = Annotated[
@@ -53,11 +59,17 @@ DatasetArgument = Annotated[
 
 
 def open_store(cache_dir: Path | None) -> CacheStore:
+    from agevalx.cache.location import resolve_cache_dir
+    from agevalx.cache.store import CacheStore
+
     return CacheStore(resolve_cache_dir(str(cache_dir) if cache_dir else None))
 
 
 def open_layered_store(cache_dir: Path | None, remote: str | None) -> CacheStore:
     """The cache; with `remote` (or `$AGEVAL_REMOTE`), read-through and write-through it."""
+    from agevalx.cache.layered import open_cache
+    from agevalx.cache.location import resolve_cache_dir
+
     return open_cache(resolve_cache_dir(str(cache_dir) if cache_dir else None), remote)
 
 
@@ -139,6 +151,8 @@ def harbor_options(
     given = (job_config, env_params, primary_metric, strategy, execution_params, dataset_name)
     if all(value is None for value in given):
         return None
+    from agevalx.harbor.options import HarborOptions
+
     return HarborOptions.build(
         job_config=job_config,
         env_params=env_params,

@@ -9,7 +9,7 @@ from types import TracebackType
 from rich.live import Live
 from rich.text import Text
 
-from agevalx.cli.render import stderr
+from agevalx.cli.render import real_console, stderr
 from agevalx.graph.execute import NodeReport
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
@@ -30,7 +30,10 @@ class JobProgress:
         self.failed_nodes: list[str] = []
         self._lock = threading.Lock()
         self._live = Live(
-            console=stderr, refresh_per_second=4, transient=True, get_renderable=self._render
+            console=real_console(stderr),
+            refresh_per_second=4,
+            transient=True,
+            get_renderable=self._render,
         )
 
     def _render(self) -> Text:

@@ -4,18 +4,46 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
-from rich.markup import escape
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from agevalx.environments.owners import ReapReport
-from agevalx.errors import AgevalError
+    from agevalx.environments.owners import ReapReport
+    from agevalx.errors import AgevalError
 
-# Piped output is read by scripts and people alike: never truncate it to 80 columns.
-_PIPED_WIDTH = None if sys.stdout.isatty() else 200
-stdout = Console(highlight=False, soft_wrap=True, width=_PIPED_WIDTH)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich Console made on first use, so importing the commands does not import rich."""
+
+    def __init__(self, *, to_stderr: bool) -> None:
+        self._to_stderr = to_stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console(), name)
+
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            if self._to_stderr:
+                self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+            else:
+                # Piped output is read by scripts and people alike: never truncate it to 80
+                # columns.
+                width = None if sys.stdout.isatty() else 200
+                self._console = Console(highlight=False, soft_wrap=True, width=width)
+        return self._console
+
+
+stdout = cast("Console", _LazyConsole(to_stderr=False))
+stderr = cast("Console", _LazyConsole(to_stderr=True))
+
+
+def real_console(console: Console) -> Console:
+    """The Console behind `stdout` or `stderr`, for rich objects that take one (a Live)."""
+    return console.console() if isinstance(console, _LazyConsole) else console
 
 
 def print_json(document: dict[str, Any]) -> None:
@@ -27,6 +55,8 @@ def render_error(error: AgevalError, *, as_json: bool) -> None:
     if as_json:
         print_json({"ok": False, "error": error.to_dict()})
         return
+    from rich.markup import escape
+
     where = ":".join(part for part in (error.file, error.field) if part)
     location = f"{where}: " if where else ""
     stderr.print(f"[bold red]error[/] {escape(f'[{error.code}] {location}{error.message}')}")

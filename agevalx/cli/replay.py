@@ -16,8 +16,6 @@ from agevalx.cli.options import (
     open_store,
 )
 from agevalx.cli.render import print_json, render_reaped, stdout
-from agevalx.lockfile import BindingRequest
-from agevalx.operations.replay import replay as replay_attempt
 
 
 def replay(
@@ -57,6 +55,9 @@ def replay(
     With `--model-traffic`, the agent itself is re-run and the model gateway serves it the
     source's recorded responses in order, matched by a digest of each request's body.
     """
+    from agevalx.lockfile import BindingRequest
+    from agevalx.operations.replay import replay as replay_attempt
+
     given = agent is not None or model is not None or profiles is not None
     binding = BindingRequest(agent=agent, model=model, profiles=profiles) if given else None
     with open_store(cache_dir) as store:

@@ -8,11 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from agevalx.cache.layered import LayeredStore
 from agevalx.cli.options import CacheDirOption, JsonOption, RemoteOption, open_layered_store
 from agevalx.cli.render import print_json, stdout
-from agevalx.operations.share import remote_leaderboard
-from agevalx.reports import ReportFormat, build_report, render_report, save_report
+from agevalx.limits import ReportFormat
 
 SourceArgument = Annotated[
     Path,
@@ -57,6 +55,10 @@ def report(
 
     Exit codes: 0 written, 1 no or unreadable results, 2 usage error.
     """
+    from agevalx.cache.layered import LayeredStore
+    from agevalx.operations.share import remote_leaderboard
+    from agevalx.reports import build_report, render_report, save_report
+
     leaderboard_key: str | None = None
     if remote is not None:
         with open_layered_store(cache_dir, remote) as store:

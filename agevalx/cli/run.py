@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.markup import escape
 
 from agevalx.cli.options import (
     AgentOption,
@@ -26,19 +25,17 @@ from agevalx.cli.options import (
     harbor_options,
     open_layered_store,
 )
-from agevalx.cli.progress import JobProgress
 from agevalx.cli.render import print_json, render_reaped, stdout
-from agevalx.formats.base import dataset_of
-from agevalx.harbor.summary import HarborSummary
-from agevalx.lockfile import BindingRequest
-from agevalx.operations.planning import MAX_K, MAX_PLANNED_ATTEMPTS
-from agevalx.operations.run import RunOutcome, RunRequest
-from agevalx.operations.run import run as run_attempts
-from agevalx.results.paths import attempt_dir
-from agevalx.results.usage import ModelUsage
+from agevalx.limits import MAX_K, MAX_PLANNED_ATTEMPTS
+
+if TYPE_CHECKING:
+    from agevalx.operations.run import RunOutcome
+    from agevalx.results.usage import ModelUsage
 
 
 def _document(outcome: RunOutcome) -> dict[str, Any]:
+    from agevalx.formats.base import dataset_of
+
     return {
         "ok": outcome.ok,
         "dataset": dataset_of(outcome.plan).dataset_id,
@@ -66,6 +63,11 @@ def usage_line(usage: ModelUsage) -> str:
 
 
 def _recap(outcome: RunOutcome) -> None:
+    from rich.markup import escape
+
+    from agevalx.harbor.summary import HarborSummary
+    from agevalx.results.paths import attempt_dir
+
     render_reaped(outcome.reaped)
     counts = outcome.report.counts()
     stdout.print(
@@ -206,6 +208,11 @@ def run(
 
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
+    from agevalx.cli.progress import JobProgress
+    from agevalx.lockfile import BindingRequest
+    from agevalx.operations.run import RunRequest
+    from agevalx.operations.run import run as run_attempts
+
     harbor = harbor_options(
         job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
     )

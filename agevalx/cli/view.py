@@ -6,14 +6,16 @@ import json
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from agevalx.cli.options import CacheDirOption, JsonOption
 from agevalx.cli.render import print_json, stdout
 from agevalx.errors import UsageError
-from agevalx.view import ViewServer, open_site, write_bundle
+
+if TYPE_CHECKING:
+    from agevalx.view import ViewServer
 
 SourceArgument = Annotated[
     Path,
@@ -61,6 +63,8 @@ def view(
     Serves on 127.0.0.1 only and prints the URL; Ctrl-C stops it. With --bundle, writes the
     same pages as files that open from file:// and can be shared.
     """
+    from agevalx.view import ViewServer, open_site, write_bundle
+
     if bundle is not None and port is not None:
         raise UsageError(
             "view_port_with_bundle", "--port serves pages; --bundle writes them", field="--port"

@@ -16,9 +16,7 @@ waits past `threading.TIMEOUT_MAX` overflow."""
 class StrictModel(BaseModel):
     """Base of every config model: unknown keys are refused and values are not coerced."""
 
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 def coded(code: str, message: str, hint: str | None = None) -> PydanticCustomError:

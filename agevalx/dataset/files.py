@@ -20,7 +20,7 @@ FileDigester = Callable[[Path, os.stat_result], str]
 class FileEntry(BaseModel):
     """One file of a task tree, as the lock records it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     digest: str
     """xxh3-128 of the bytes (for a symlink: of its target text)."""

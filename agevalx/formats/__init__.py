@@ -24,7 +24,6 @@ def open_dataset(
     """The dataset at `path` in its format (ageval.yaml: ageval; task.toml tasks or a Harbor
     job config: Harbor), opened for `binding`. Raises coded errors for what is not one."""
     from agevalx.formats.ageval import is_ageval_dataset, open_ageval
-    from agevalx.formats.harbor import open_harbor
 
     if path is not None and is_ageval_dataset(path):
         if harbor is not None:
@@ -36,6 +35,10 @@ def open_dataset(
                 hint="an ageval dataset is configured by ageval.yaml, task.yaml and profiles.yaml",
             )
         return open_ageval(path, binding)
+    # The Harbor format's runtime (and the agents and Docker SDK it drives) only for a
+    # dataset that is not ageval's.
+    from agevalx.formats.harbor import open_harbor
+
     found = open_harbor(path, harbor, binding)
     if found is not None:
         return found

@@ -14,24 +14,23 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agevalx.agents.oracle import OracleLayout
 from agevalx.config.dataset import DatasetConfig
 from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import resolve_reference
 from agevalx.dataset.files import FileDigester
 from agevalx.dataset.loader import DatasetFiles, TaskSource, read_dataset, read_task
-from agevalx.environments.attempt import AttemptEnvironment, remaining
-from agevalx.environments.compose import compose_file
-from agevalx.environments.container import PRIVATE, WORKSPACE, AttemptContainer, ContainerSpec
-from agevalx.environments.engine import EnvironmentFailure
-from agevalx.evaluation.evaluator_py import EvaluatorPy
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
 from agevalx.fsutil import make_dirs
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.resolve import PROMPT_FILE, resolve_task_lock
+
+if TYPE_CHECKING:
+    from agevalx.agents.oracle import OracleLayout
+    from agevalx.environments.attempt import AttemptEnvironment
+    from agevalx.environments.container import AttemptContainer, ContainerSpec
 
 DATASET_FILE = "ageval.yaml"
 
@@ -131,6 +130,8 @@ class AgevalRuntime(TaskRuntime):
         )
 
     def compose_file(self) -> Path | None:
+        from agevalx.environments.compose import compose_file
+
         return compose_file(self.task_dir)
 
     def secret_values(self) -> list[str]:
@@ -140,6 +141,10 @@ class AgevalRuntime(TaskRuntime):
 
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
         """data/ into the workspace, then environment/setup.sh."""
+        from agevalx.environments.attempt import remaining
+        from agevalx.environments.container import PRIVATE, WORKSPACE
+        from agevalx.environments.engine import EnvironmentFailure
+
         container = environment.container
         if (self.task_dir / "data").is_dir():
             container.put_directory(self.task_dir / "data", f"{WORKSPACE}/data")
@@ -162,12 +167,16 @@ class AgevalRuntime(TaskRuntime):
             )
 
     def workdir(self, image: str) -> str:
+        from agevalx.environments.container import WORKSPACE
+
         return WORKSPACE
 
     def run_body(self) -> RunBody:
         return _load_run_py(self.task_dir) if self.lock.features.run_py else _default_run
 
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
+        from agevalx.agents.oracle import OracleLayout
+
         return OracleLayout()
 
     def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
@@ -182,4 +191,6 @@ class AgevalRuntime(TaskRuntime):
                 container.get_directory(source, target)
 
     def verifier(self) -> Verifier:
+        from agevalx.evaluation.evaluator_py import EvaluatorPy
+
         return EvaluatorPy()

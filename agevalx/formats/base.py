@@ -23,23 +23,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from agevalx.config.secrets import resolve_reference
 from agevalx.dataset.files import FileDigester
-from agevalx.environments.container import HOME
-from agevalx.environments.gpus import GpuRequest
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.hashing import digest_file
 from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
 from agevalx.lockfile.models import TaskLock
-from agevalx.runner.snapshot import SnapshotRoots
 
 if TYPE_CHECKING:
     from agevalx.agents.oracle import OracleLayout
     from agevalx.environments.attempt import AttemptEnvironment
     from agevalx.environments.container import AttemptContainer, ContainerSpec
+    from agevalx.environments.gpus import GpuRequest
     from agevalx.evaluation.result import EvaluationResult
     from agevalx.evaluation.session import ScoringSession
     from agevalx.graph.plan import Plan
     from agevalx.results.models import AttemptResult
     from agevalx.runner.context import RunContext
+    from agevalx.runner.snapshot import SnapshotRoots
 
 
 RunBody = Callable[["RunContext"], None]
@@ -77,6 +76,8 @@ class TaskRuntime(ABC):
         """The GPUs the attempt's containers need, checked against the engine's before any
         of them starts: `parameters.gpus` (of `gpu_types`) for the attempt container,
         `parameters.verifier_gpus` (of the same types) for the scoring container."""
+        from agevalx.environments.gpus import GpuRequest
+
         parameters = self.lock.task.parameters
         types = tuple(str(kind) for kind in parameters.get("gpu_types") or ())
         return [
@@ -95,6 +96,9 @@ class TaskRuntime(ABC):
 
     def snapshot_roots(self, workdir: str) -> SnapshotRoots:
         """What a checkpoint keeps: the agent's working directory and HOME."""
+        from agevalx.environments.container import HOME
+        from agevalx.runner.snapshot import SnapshotRoots
+
         return SnapshotRoots(workspace=workdir, home=HOME)
 
     # -- run stage --------------------------------------------------------------------------

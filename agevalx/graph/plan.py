@@ -149,6 +149,11 @@ class _Planner:
         self.files: dict[str, dict[str, str]] = {}
         self.locks: dict[str, dict[str, Any]] = {}
         self._profiles: tuple[dict[str, str] | None] | None = None
+        # Memos: one plan reads each file once, and the inputs every attempt of a task
+        # shares (its selected files and lock fields) are computed once per rule and task.
+        self._file_digests: dict[Path, str | None] = {}
+        self._selected: dict[tuple[str, str], dict[str, str]] = {}
+        self._lock_fields: dict[tuple[str, str], dict[str, Any]] = {}
 
     def profiles_digest(self) -> dict[str, str] | None:
         if self._profiles is None:
@@ -170,6 +175,35 @@ class _Planner:
             )
         return self.files[task_id]
 
+    def digest_file(self, path: Path) -> str | None:
+        """A dataset file's digest (None when it is not a regular file), read once per plan."""
+        if path not in self._file_digests:
+            self._file_digests[path] = digest_file(path) if path.is_file() else None
+        return self._file_digests[path]
+
+    def package_digest(self, name: str) -> str:
+        """The digest of one of ageval's own files that enter keys, read once per plan."""
+        path = PACKAGE_INPUTS[name]
+        if path not in self._file_digests:
+            self._file_digests[path] = digest_file(path)  # a missing one is a broken install
+        return str(self._file_digests[path])
+
+    def selected_files(self, rule: Rule, task_id: str) -> dict[str, str]:
+        memo = (rule.kind, task_id)
+        if memo not in self._selected:
+            assert rule.inputs.task_files is not None
+            self._selected[memo] = select_files(self.task_files(task_id), rule.inputs.task_files)
+        return self._selected[memo]
+
+    def lock_fields(self, rule: Rule, task_id: str) -> dict[str, Any]:
+        memo = (rule.kind, task_id)
+        if memo not in self._lock_fields:
+            document = self.locks[task_id]
+            self._lock_fields[memo] = {
+                name: lock_field(document, name) for name in rule.inputs.lock_fields
+            }
+        return self._lock_fields[memo]
+
     def inputs(
         self,
         rule: Rule,
@@ -181,18 +215,15 @@ class _Planner:
         found: dict[str, Any] = {}
         if spec.dataset_files:
             found["dataset_files"] = {
-                name: digest_file(path)
-                if (path := self.source.dataset_file(name)).is_file()
-                else None
+                name: self.digest_file(self.source.dataset_file(name))
                 for name in spec.dataset_files
             }
         if spec.profiles_file:
             found["profiles_file"] = self.profiles_digest()
         if spec.task_files is not None and task_id is not None:
-            found["task_files"] = select_files(self.task_files(task_id), spec.task_files)
+            found["task_files"] = self.selected_files(rule, task_id)
         if spec.lock_fields and task_id is not None:
-            document = self.locks[task_id]
-            found["lock_fields"] = {name: lock_field(document, name) for name in spec.lock_fields}
+            found["lock_fields"] = self.lock_fields(rule, task_id)
         if spec.request:
             given = given or {}
             found["request"] = {
@@ -200,7 +231,7 @@ class _Planner:
                 for name in spec.request
             }
         if spec.package:
-            found["package"] = {name: digest_file(PACKAGE_INPUTS[name]) for name in spec.package}
+            found["package"] = {name: self.package_digest(name) for name in spec.package}
         return found
 
     def _request_value(self, rule: Rule, name: str, attempt: int | None) -> Any:
@@ -307,10 +338,12 @@ class _Planner:
                     needed.update(self.rules[kind].after)
             order = [kind for kind in order if kind in needed]
         self.planned = set(order)
-        for kind in order:
-            rule = self.rules[kind]
-            for task_id, attempt in self.instances(rule):
-                self.add(rule, task_id, attempt)
+        # One shared hold of the gc lock for every lookup, rather than one per node.
+        with self.store.in_use():
+            for kind in order:
+                rule = self.rules[kind]
+                for task_id, attempt in self.instances(rule):
+                    self.add(rule, task_id, attempt)
         return Plan(
             dataset=self.source,
             graph=self.graph,

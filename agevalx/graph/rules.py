@@ -29,7 +29,7 @@ PACKAGE_INPUTS = {
 
 
 class RuleModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class FileSelection(RuleModel):

@@ -6,13 +6,15 @@ without `docker_image` builds environment/Dockerfile, as `harbor run` does, offl
 
 from __future__ import annotations
 
-import docker
-
-from agevalx.environments.engine import client
-
 
 def image_workdir(reference: str) -> str | None:
     """The image's configured WORKDIR (`None` when it sets none)."""
+    # The Docker SDK is imported here, not with the package: planning a Harbor dataset
+    # (`import agevalx.harbor`) needs no engine.
+    import docker
+
+    from agevalx.environments.engine import client
+
     try:
         attributes = client().images.get(reference).attrs
     except docker.errors.ImageNotFound:

@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from agevalx.harbor import errors
 from agevalx.harbor.errors import HarborError, HarborWarning
 from agevalx.harbor.models import JobConfig
-from agevalx.harbor.plugin import load_verifier_class
 
 _TOP_APPLIED = {
     "schema_version",
@@ -201,6 +200,9 @@ def _check_verifier(loaded: LoadedJobConfig) -> None:
     raw_verifier = loaded.raw.get("verifier")
     kwargs = raw_verifier.get("kwargs") if isinstance(raw_verifier, dict) else None
     if verifier.import_path is not None:
+        # The plugin module (and the container it drives) only when a config names a class.
+        from agevalx.harbor.plugin import load_verifier_class
+
         load_verifier_class(verifier.import_path, file=loaded.file)
         return
     if kwargs:

@@ -27,7 +27,7 @@ FormatName = Literal["ageval", "harbor"]
 
 
 class LockModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class LockedDataset(LockModel):

@@ -23,7 +23,6 @@ from agevalx.graph.nodes import Node, Status
 from agevalx.hashing import canonical_json
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityRecord
-from agevalx.runner.recovery import read_attempt
 
 BRANCHES_DIR = ".ageval/graph/branches"
 BranchKind = Literal["fork", "replay"]
@@ -34,7 +33,7 @@ NODE_KIND: dict[BranchKind, str] = {"fork": "run", "replay": "replay"}
 class Branch(BaseModel):
     """One record under `.ageval/graph/branches/`: a fork or a replay and its origin."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     kind: BranchKind
     """`fork` (a run node started from a checkpoint) or `replay` (a replay node)."""
@@ -99,6 +98,10 @@ def source_run_key(dataset_root: Path, attempt: str) -> str | None:
         nodes = document.get("nodes", []) if isinstance(document, dict) else []
         return next(str(n["key"]) for n in nodes if isinstance(n, dict) and n.get("kind") == "run")
     except (OSError, ValueError, StopIteration, KeyError):
+        # The recovery journal (and the Docker owners it checks) only for a run without a
+        # result: `ageval graph show` of a finished dataset needs no engine.
+        from agevalx.runner.recovery import read_attempt
+
         previous = read_attempt(directory)
         return previous.run_key if previous is not None else None
 

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import UsageError
 from agevalx.formats import open_dataset
 from agevalx.formats.base import Dataset
 from agevalx.graph.plan import GraphRequest, Plan, plan_graph
-from agevalx.harbor.options import HarborOptions
+from agevalx.limits import MAX_K as MAX_K
+from agevalx.limits import MAX_PLANNED_ATTEMPTS as MAX_PLANNED_ATTEMPTS
 from agevalx.lockfile.binding import BindingRequest
+
+if TYPE_CHECKING:
+    from agevalx.harbor.options import HarborOptions  # only Harbor datasets load it
 
 
 @dataclass(frozen=True)
@@ -60,14 +64,6 @@ def chosen_tasks(dataset: Dataset, tasks: tuple[str, ...]) -> tuple[str, ...]:
     for task_id in tasks:
         dataset.check_task(task_id)
     return tuple(dict.fromkeys(tasks))
-
-
-MAX_K = 1000
-"""Most attempts per task one command asks for: pass@k estimates need far fewer, each
-attempt is a container, and a larger -k later reuses the attempts already made."""
-
-MAX_PLANNED_ATTEMPTS = 100_000
-"""Most attempts (tasks x k) one command plans; planning that many takes about a minute."""
 
 
 def check_k(k: int) -> None:

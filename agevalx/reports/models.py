@@ -6,11 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agevalx.limits import REPORT_FORMATS
+from agevalx.limits import ReportFormat as ReportFormat
 from agevalx.results.models import Status, TaskMetrics
 from agevalx.results.usage import Cost, ModelUsage
 
-ReportFormat = Literal["table", "markdown", "csv", "json", "html"]
-FORMATS: tuple[ReportFormat, ...] = ("table", "markdown", "csv", "json", "html")
+FORMATS: tuple[ReportFormat, ...] = REPORT_FORMATS
 
 
 class ReportModel(BaseModel):

@@ -30,10 +30,9 @@ from agevalx.cache.remote.entry import signing_key_from_env
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 from agevalx.hashing import canonical_json
+from agevalx.limits import REMOTE_ENV as REMOTE_ENV
 
 REMOTES_FILE = "remotes.json"
-REMOTE_ENV = "AGEVAL_REMOTE"
-"""A remote URL, or the name of a configured remote, used when no --remote is given."""
 
 RemoteName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 OptionValue = str | int | float | bool
@@ -42,7 +41,6 @@ _SECRET_RE = re.compile(r"secret|password|token|key", re.IGNORECASE)
 
 _CONFIG = ConfigDict(
     extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True,
-    use_attribute_docstrings=True,
 )  # fmt: skip
 
 

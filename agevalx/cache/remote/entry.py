@@ -39,7 +39,6 @@ class RemoteEntry(BaseModel):
         frozen=True,
         validate_by_name=True,
         serialize_by_alias=True,
-        use_attribute_docstrings=True,
     )
 
     schema_version: Literal[1] = Field(default=1, alias="schema")

@@ -28,7 +28,7 @@ from agevalx.cache.remote.store import RemoteError, RemoteFile, RemoteStore
 class RemoteGcReport(BaseModel):
     """What one remote gc kept and removed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     remote: str
     """The remote's name or URL."""

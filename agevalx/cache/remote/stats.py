@@ -16,7 +16,7 @@ logger = logging.getLogger("agevalx.cache.remote")
 class RemoteWarning(BaseModel):
     """One thing the remote got wrong, which ageval worked around."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     code: str
     """Stable code: `remote_unavailable`, `remote_entry_unsigned`, `remote_entry_bad_signature`,
@@ -28,7 +28,7 @@ class RemoteWarning(BaseModel):
 class RemoteStats(BaseModel):
     """Counters of one remote, updated from any thread."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     hits: int = 0
     """Local misses that the remote served (every object downloaded and verified)."""

@@ -46,7 +46,7 @@ from agevalx.environments.container import (
     container_name,
     find_container,
 )
-from agevalx.environments.egress import EgressFence, allowed_hosts
+from agevalx.environments.egress import EgressFence, allowed_hosts, move_behind
 from agevalx.environments.gpus import check_requests
 from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
@@ -210,6 +210,22 @@ def _fence(lock: TaskLock, label: str, gateway_port: int | None) -> EgressFence 
         outside=options.get("network"),
         labels={ATTEMPT_LABEL: label},
     )
+
+
+def _refenced(
+    lock: TaskLock, container: AttemptContainer, label: str, gateway_port: int | None
+) -> EgressFence | None:
+    """A re-attached container behind a new fence of this process (the dead one's proxy
+    relayed a gateway that is gone, and the reaper removes it): moved off its old networks,
+    which are removed when a dead process owned them."""
+    fence = _fence(lock, label, gateway_port)
+    if fence is not None:
+        try:
+            move_behind(container.id, fence)
+        except BaseException:
+            fence.close()
+            raise
+    return fence
 
 
 class _Invoker:
@@ -525,8 +541,9 @@ def _run_attempt(
     if reattached is not None:
         image = image_reference(context, node)
         names = runtime.container_spec(ContainerSpec(image=image, name_hint="")).environment
+        fence = _refenced(lock, reattached, attempt_id(node), routes.gateway_port)
         place = Workplace(
-            AttemptEnvironment(container=reattached),
+            AttemptEnvironment(container=reattached, fence=fence),
             runtime.workdir(image),
             tuple(name for name, _ in names),
         )

@@ -84,3 +84,25 @@ def test_the_judge_goes_through_the_gateway_and_is_counted_apart(
     overall = next(row for row in rows if row["scope"] == "overall")
     assert (overall["evaluator_requests"], overall["requests"]) == ("2", "")
     assert overall["evaluator_prompt_tokens"] == str(2 * PROMPT_TOKENS)
+
+
+@pytest.mark.integration
+def test_a_judge_upstream_that_never_recovers_is_an_evaluation_error(
+    copy_dataset: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, f"sk-judge-{uuid.uuid4().hex}")
+    with MockLLM([], failures=-1) as model:
+        dataset = _dataset(copy_dataset, model.port)
+        path = dataset / "profiles.yaml"
+        profiles = yaml.safe_load(path.read_text())
+        profiles["agent_profiles"]["judge"]["options"] = {"upstream_stall_seconds": 0}
+        path.write_text(yaml.safe_dump(profiles))
+        code = main(["run", str(dataset), "--json"])
+        (result,) = json.loads(capsys.readouterr().out)["results"]
+        tries = len(model.completions)
+    assert code == 1 and result["status"] == "ERROR", result
+    assert tries == 1, "upstream_stall_seconds: 0 fails at once"
+    error = result["error"]
+    assert (error["code"], error["stage"]) == ("evaluator_error", "evaluate")
+    assert error["message"].startswith("model_upstream_unavailable"), error
+    assert result["evaluator_usage"]["judge"]["requests"] == 0

@@ -214,7 +214,10 @@ class EvaluatorPy(Verifier):
                     routes.check(role)
                 except AgevalError as exc:
                     result = EvaluationResult.failed(
-                        exc.code, exc.message, evaluator_output=result.evaluator_output
+                        exc.code,
+                        exc.message,
+                        evaluator_output=result.evaluator_output,
+                        seconds=result.seconds,
                     )
             if not usage:
                 return result

@@ -1,10 +1,15 @@
 """Gateway benchmark: the overhead the model gateway adds per request, p50 and p99, against a
 direct connection to the mock model server on loopback. Goal: under 2 ms at p50.
 
-    .venv/bin/python benchmarks/bench_gateway.py [--requests 500] [--stream]
+    .venv/bin/python benchmarks/bench_gateway.py [--requests 1000] [--stream]
 
-Both paths use one kept-alive HTTP/1.1 connection from the client (`http.client`); the gateway
-keeps its own pooled connection to the mock. The figures are per-request wall times.
+Equal conditions for both paths: the client, the gateway and the mock each run in a process
+of their own, as the agent (in its container), ageval and the provider do. The mock streams
+in HTTP/1.1 chunks and keeps its connections alive; the client keeps one HTTP/1.1 connection
+per path (`http.client`) and alternates the paths request by request, so that load from
+anything else on the machine falls on both alike; the gateway keeps its own pooled
+connection to the mock. The figures are per-request wall times until the whole response is
+read.
 """
 
 from __future__ import annotations
@@ -13,32 +18,60 @@ import argparse
 import http.client
 import json
 import statistics
+import subprocess
+import sys
 import time
 from urllib.parse import urlsplit
 
-from agevalx.agents.mockllm import MockLLM
+SERVE_GATEWAY = """
+import sys
 from agevalx.gateway import Gateway, Upstream
+gateway = Gateway().start()
+route = gateway.register(Upstream(base_url=sys.argv[1], api_key="sk-bench"))
+print(gateway.base_url(route), route.token, flush=True)
+sys.stdin.read()
+gateway.stop()
+"""
+SERVE_MOCK = """
+import sys, threading
+from agevalx.agents.mockllm import MockLLM
+mock = MockLLM([{"message": "ok, here is a short answer"}] * int(sys.argv[1])).start()
+print(mock.port, flush=True)
+sys.stdin.read()
+mock.stop()
+"""
 
 
-def _timings(url: str, token: str, body: bytes, count: int) -> list[float]:
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
-    path = parts.path + "/chat/completions"
-    samples = []
-    for _ in range(count):
+class Path_:
+    """One kept-alive client connection to `url` with the credentials `token`."""
+
+    def __init__(self, url: str, token: str, body: bytes) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "", parts.port
+        self.path = parts.path + "/chat/completions"
+        self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        self.body = body
+        self.connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        self.samples: list[float] = []
+        self.reconnects = 0
+
+    def once(self, keep: bool = True) -> None:
         started = time.perf_counter()
-        connection.request("POST", path, body=body, headers=headers)
-        response = connection.getresponse()
+        self.connection.request("POST", self.path, body=self.body, headers=self.headers)
+        response = self.connection.getresponse()
         response.read()
-        samples.append(time.perf_counter() - started)
+        took = time.perf_counter() - started
         if response.status != 200:
-            raise SystemExit(f"HTTP {response.status} from {url}")
+            raise SystemExit(f"HTTP {response.status} from {self.host}:{self.port}")
+        if keep:
+            self.samples.append(took)
         if response.getheader("Connection", "").lower() == "close":
-            connection.close()
-            connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    connection.close()
-    return samples
+            self.reconnects += 1
+            self.connection.close()
+            self.connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def _percentile(samples: list[float], fraction: float) -> float:
@@ -46,27 +79,56 @@ def _percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def _serve(servers: list[subprocess.Popen[str]], script: str, argument: str) -> list[str]:
+    """Start `script` in a process of its own; the words of the line it prints when ready."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", script, argument],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    servers.append(server)
+    assert server.stdout is not None
+    return server.stdout.readline().split()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--stream", action="store_true", help="streamed completions")
     args = parser.parse_args()
     body = json.dumps({"model": "mock-model", "stream": args.stream, "messages": []}).encode()
-    script = [{"message": "ok"}] * (2 * args.requests + 100)
-    with MockLLM(script) as mock, Gateway() as gateway:
-        route = gateway.register(Upstream(base_url=mock.url, api_key="sk-bench"))
-        via = gateway.base_url(route)
-        _timings(mock.url, "sk-bench", body, 50)  # warm up both paths
-        _timings(via, route.token, body, 50)
-        direct = _timings(mock.url, "sk-bench", body, args.requests)
-        gated = _timings(via, route.token, body, args.requests)
-    print(f"{args.requests} requests each ({'streamed' if args.stream else 'plain'}):")
-    for name, samples in (("direct", direct), ("gateway", gated)):
-        p50, p99 = _percentile(samples, 0.5), _percentile(samples, 0.99)
-        print(f"  {name:8} p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms")
-    overhead_p50 = (_percentile(gated, 0.5) - _percentile(direct, 0.5)) * 1e3
-    overhead_p99 = (_percentile(gated, 0.99) - _percentile(direct, 0.99)) * 1e3
-    mean = (statistics.fmean(gated) - statistics.fmean(direct)) * 1e3
+    replies = 2 * args.requests + 200
+    servers: list[subprocess.Popen[str]] = []
+    try:
+        (port,) = _serve(servers, SERVE_MOCK, str(replies))
+        url = f"http://127.0.0.1:{port}/v1"
+        via, token = _serve(servers, SERVE_GATEWAY, url)
+        direct = Path_(url, "sk-bench", body)
+        gated = Path_(via, token, body)
+        for _ in range(50):  # warm up both paths
+            direct.once(keep=False)
+            gated.once(keep=False)
+        for _ in range(args.requests):
+            direct.once()
+            gated.once()
+        direct.close()
+        gated.close()
+    finally:
+        for server in servers:
+            if server.stdin is not None:
+                server.stdin.close()
+            server.wait(10)
+    print(f"{args.requests} requests each ({'streamed' if args.stream else 'plain'}), alternated:")
+    for name, path in (("direct", direct), ("gateway", gated)):
+        p50, p99 = _percentile(path.samples, 0.5), _percentile(path.samples, 0.99)
+        print(
+            f"  {name:8} p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms"
+            f"   ({path.reconnects} reconnects)"
+        )
+    overhead_p50 = (_percentile(gated.samples, 0.5) - _percentile(direct.samples, 0.5)) * 1e3
+    overhead_p99 = (_percentile(gated.samples, 0.99) - _percentile(direct.samples, 0.99)) * 1e3
+    mean = (statistics.fmean(gated.samples) - statistics.fmean(direct.samples)) * 1e3
     verdict = "meets" if overhead_p50 < 2.0 else "misses"
     print(
         f"  overhead p50 {overhead_p50:.3f} ms, p99 {overhead_p99:.3f} ms, mean {mean:.3f} ms "

@@ -28,7 +28,6 @@ the host's own address on the bridge: attempt containers reach it as
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import threading
@@ -111,6 +110,8 @@ class ReceivedRequest:
     body: Any
     authorization: str | None
     time: float = field(default_factory=time.time)
+    peer: tuple[str, int] | None = None
+    """The client's address and port: requests on one kept-alive connection share it."""
 
 
 def parse_script(script: Sequence[Mapping[str, Any]]) -> list[Reply]:
@@ -276,7 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read `MockLLM.requests` instead."""
 
     def do_GET(self) -> None:
-        self.mock._record(ReceivedRequest("GET", self.path, None, self._authorization()))
+        self.mock._record(
+            ReceivedRequest("GET", self.path, None, self._authorization(), peer=self._peer())
+        )
         if self.path.rstrip("/").endswith("/models"):
             listing = {"object": "list", "data": [{"id": self.mock._model, "object": "model"}]}
             self._send_json(HTTPStatus.OK, listing)
@@ -293,7 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
-        self.mock._record(ReceivedRequest("POST", self.path, body, self._authorization()))
+        self.mock._record(
+            ReceivedRequest("POST", self.path, body, self._authorization(), peer=self._peer())
+        )
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(HTTPStatus.NOT_FOUND, _error("not found"))
             return
@@ -320,6 +325,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _authorization(self) -> str | None:
         return self.headers.get("Authorization")
 
+    def _peer(self) -> tuple[str, int]:
+        return str(self.client_address[0]), int(self.client_address[1])
+
     def _send_json(
         self, status: HTTPStatus, value: Any, headers: Mapping[str, str] | None = None
     ) -> None:
@@ -333,18 +341,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
+        """Server-sent events in HTTP/1.1 chunks, one event a chunk; the connection is kept
+        alive for the next request, as a provider's is."""
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.close_connection = True
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        try:
             for chunk in chunks:
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
+                self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self._write_chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -85,6 +85,8 @@ def _recap(outcome: RunOutcome) -> None:
         )
         for role, usage in sorted(result.usage.items()):
             stdout.print(f"  {role}: {usage_line(usage)}", markup=False)
+        for role, usage in sorted(result.evaluator_usage.items()):
+            stdout.print(f"  evaluator ({role}): {usage_line(usage)}", markup=False)
         if result.error is not None:
             stdout.print(f"  [{result.error.code}] {result.error.message}", markup=False)
             if result.error.hint:

@@ -29,6 +29,7 @@ CUSTOM_CODES = frozenset(
         "acp_missing_entry",
         "invalid_python_version",
         "forbidden_role_field",
+        "unknown_judge_role",
     }
 )
 _PYDANTIC_CODES = {

@@ -176,6 +176,12 @@ class Evaluation(StrictModel):
     collect: list[CollectEntry] = []
     """Paths copied to the scoring host before evaluation; empty means no collection."""
 
+    judge: str | None = Field(default=None, min_length=1)
+    """A role of the task's `agent_profiles` the evaluator calls as its LLM judge: its model
+    is reached through the model gateway with a token of this evaluation
+    (`AGEVAL_JUDGE_BASE_URL`, `AGEVAL_JUDGE_API_KEY`, `AGEVAL_JUDGE_MODEL`) and its usage is
+    counted apart from the agents'."""
+
     @field_validator("inputs")
     @classmethod
     def _inputs_inside(cls, value: list[str] | None) -> list[str] | None:
@@ -261,3 +267,14 @@ class TaskConfig(StrictModel):
         if len(ids) != len(set(ids)):
             raise ValueError("agent profile ids must be unique within a task")
         return value
+
+    @model_validator(mode="after")
+    def _judge_is_a_role(self) -> TaskConfig:
+        judge = self.evaluation.judge
+        if judge is not None and judge not in {role.id for role in self.agent_profiles}:
+            raise coded(
+                "unknown_judge_role",
+                f"evaluation.judge names {judge!r}, which is not one of the task's roles",
+                f"add `- id: {judge}` to agent_profiles and bind it in profiles.yaml",
+            )
+        return self

@@ -88,6 +88,7 @@ class AttemptEnvironment:
                 remaining(deadline, "(compose)"),
                 name=compose_project,
                 labels=dict(spec.labels),
+                fence=None if fence is None else fence.network,
             )
         try:
             container = AttemptContainer.start(_with_compose(spec, compose))
@@ -120,5 +121,7 @@ def _with_compose(spec: ContainerSpec, compose: ComposeProject | None) -> Contai
     network_mode, _ = compose.agent_network()
     if network_mode is not None:
         return dataclasses.replace(spec, network_mode=network_mode, network=None)
+    if compose.fence is not None:  # on the fence network, rejoined with the alias `main`
+        return dataclasses.replace(spec, network_mode=None, network=compose.fence)
     # Joined to the project network (alias `main`) right after it starts.
     return dataclasses.replace(spec, network_mode=None, network=None)

@@ -84,6 +84,32 @@ def _labelled(document: dict[str, Any], labels: dict[str, str]) -> dict[str, Any
     return labelled
 
 
+FENCE_NETWORK = "ageval_fence"
+"""The key of the `egress: llm` fence network in a fenced project's compose file."""
+
+
+def _fenced(document: dict[str, Any], fence: str) -> dict[str, Any]:
+    """Every service also on the fence network `fence` (an internal network ageval made): the
+    fenced attempt container, on that network only, reaches them by their names, and they
+    reach it as `main`; each keeps its own networks for everything else. A service sharing
+    another's network namespace (`network_mode`) is on that one's networks already."""
+    services = {}
+    for name, service in (document.get("services") or {}).items():
+        if isinstance(service, dict) and not service.get("network_mode"):
+            networks = service.get("networks")
+            if isinstance(networks, dict):
+                service = {**service, "networks": {**networks, FENCE_NETWORK: None}}
+            else:
+                listed = list(networks) if isinstance(networks, list) else ["default"]
+                service = {**service, "networks": [*listed, FENCE_NETWORK]}
+        services[name] = service
+    networks = {
+        **(document.get("networks") or {}),
+        FENCE_NETWORK: {"external": True, "name": fence},
+    }
+    return {**document, "services": services, "networks": networks}
+
+
 def project_name() -> str:
     """A fresh, unique compose project name."""
     return f"ageval-{uuid.uuid4().hex[:12]}"
@@ -123,6 +149,9 @@ class ComposeProject:
     file: Path
     network_mode: str | None
     _scratch: tempfile.TemporaryDirectory[str]
+    fence: str | None = None
+    """The `egress: llm` fence network the attempt container sits on instead of the
+    project's own network (which reaches the outside)."""
 
     @classmethod
     def up(
@@ -133,14 +162,27 @@ class ComposeProject:
         *,
         name: str | None = None,
         labels: dict[str, str] | None = None,
+        fence: str | None = None,
     ) -> ComposeProject:
         """`docker compose up -d` of `source` as project `name` (generated when None); its
-        containers, networks and volumes carry `labels` and this process's owner labels."""
+        containers, networks and volumes carry `labels` and this process's owner labels.
+        With `fence` (the `egress: llm` fence network), every service joins it too."""
         document = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
         if not isinstance(document, dict):
             raise EnvironmentFailure("compose_failed", f"{source.name} is not a mapping")
         cleaned, main_mode = _without_main(document)
+        if fence is not None and (network_mode or main_mode):
+            raise EnvironmentFailure(
+                "egress_network_mode_unfenced",
+                f"egress: llm cannot fence an attempt container that shares a compose "
+                f"service's network (network_mode: {network_mode or main_mode})",
+                field="environment_options.egress",
+                hint="drop network_mode (the agent then reaches the services by name), or "
+                "use egress: open",
+            )
         cleaned = _labelled(cleaned, {LABEL: "compose", **(labels or {}), **owner_labels()})
+        if fence is not None:
+            cleaned = _fenced(cleaned, fence)
         scratch = tempfile.TemporaryDirectory(prefix="ageval-compose-")
         file = Path(scratch.name) / "compose.yaml"
         file.write_text(yaml.safe_dump(cleaned, sort_keys=True), encoding="utf-8")
@@ -150,6 +192,7 @@ class ComposeProject:
             file=file,
             network_mode=network_mode or main_mode,
             _scratch=scratch,
+            fence=fence,
         )
         try:
             _compose(project.name, project.directory, file, "up", "-d", timeout=timeout)
@@ -172,13 +215,18 @@ class ComposeProject:
         if self.network_mode and self.network_mode.startswith("service:"):
             service = self.network_mode.split(":", 1)[1]
             return f"container:{self.service_container(service)}", None
-        return None, f"{self.name}_default"
+        return None, self.fence or f"{self.name}_default"
 
     def attach(self, container_id: str) -> None:
-        """Join the agent container to the project network with the alias `main`."""
+        """Join the agent container to the project network with the alias `main` (behind a
+        fence: rejoin the fence network with it, and no other network)."""
         if self.network_mode:
             return
-        network = client().networks.get(f"{self.name}_default")
+        if self.fence is not None:
+            network = client().networks.get(self.fence)
+            network.disconnect(container_id)
+        else:
+            network = client().networks.get(f"{self.name}_default")
         network.connect(container_id, aliases=[MAIN])
 
     def down(self) -> None:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from docker.errors import DockerException
 
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
-from agevalx.environments.owners import owner_labels
+from agevalx.environments.owners import owner_labels, reap_networks
 
 PROXY_IMAGE = "ageval/base:bookworm"
 """The proxy runs this image's stock python3."""
@@ -99,6 +99,25 @@ class EgressFence:
                 engine.containers.get(self.proxy_id).remove(force=True)
         with contextlib.suppress(DockerException):
             engine.networks.get(self.network).remove()
+
+
+def move_behind(container_id: str, fence: EgressFence) -> None:
+    """Put a running container behind `fence` and on no other network (a resumed attempt's
+    re-attached container); the networks it leaves are removed when their owner is dead."""
+    engine = client()
+    try:
+        container = engine.containers.get(container_id)
+        left = list((container.attrs.get("NetworkSettings") or {}).get("Networks") or {})
+        for name in left:
+            if name != fence.network:
+                engine.networks.get(name).disconnect(container_id, force=True)
+        if fence.network not in left:
+            engine.networks.get(fence.network).connect(container_id)
+    except DockerException as exc:
+        raise EnvironmentFailure(
+            "environment_start_failed", f"cannot put the container behind its fence: {exc}"
+        ) from None
+    reap_networks(name for name in left if name != fence.network)
 
 
 def _start_proxy(

@@ -19,7 +19,7 @@ import contextlib
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -212,6 +212,24 @@ def reap_orphans() -> ReapReport:
     except (docker.errors.DockerException, OSError):
         return report
     return report
+
+
+def reap_networks(names: Iterable[str]) -> list[str]:
+    """Remove the networks among `names` whose owner died on this host (say an egress fence
+    network a re-attached container just left, which the reaping before could not remove
+    while that container was on it); the names of those removed."""
+    removed = []
+    try:
+        engine = client()
+        for name in names:
+            with _unless_gone():
+                network = engine.api.inspect_network(name)
+                if dead_here(network.get("Labels")):
+                    engine.api.remove_network(network["Id"])
+                    removed.append(str(network["Name"]))
+    except (EnvironmentFailure, docker.errors.DockerException, OSError):
+        pass
+    return removed
 
 
 def _adopted(volumes: list[dict[str, Any]]) -> set[str]:

@@ -14,6 +14,7 @@ evaluate_host's user (root when none is set). /tmp is a tmpfs of evaluation.tmpf
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -32,11 +33,14 @@ from agevalx.environments.container import (
 )
 from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.errors import AgevalError
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.runtime import EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
+from agevalx.gateway.attempt import AttemptRoutes, judge_environment
+from agevalx.gateway.server import shared_gateway
 from agevalx.lockfile.models import TaskLock
 
 RUNNER = Path(__file__).with_name("runner_script.py")
@@ -70,10 +74,12 @@ def scoring_network(host: dict[str, Any]) -> str | None:
     return str(network) if network is not None else None
 
 
-def scoring_fence(lock: TaskLock, attempt_id: str) -> EgressFence | None:
+def scoring_fence(
+    lock: TaskLock, attempt_id: str, gateway_port: int | None = None
+) -> EgressFence | None:
     """`egress: llm` on the scoring host: the same fence as the run stage's, letting out only
-    the bound profiles' base_url hosts and evaluate_host's `egress_allow` (no gateway route:
-    the evaluator holds no per-attempt token)."""
+    the bound profiles' base_url hosts and evaluate_host's `egress_allow`, and the model
+    gateway on `gateway_port` (the LLM judge's route, when the task has one)."""
     host = lock.binding.evaluate_host["environment_options"]
     if host.get("egress") != "llm":
         return None
@@ -82,7 +88,10 @@ def scoring_fence(lock: TaskLock, attempt_id: str) -> EgressFence | None:
         host.get("egress_allow") or [],
     )
     return EgressFence.create(
-        allow, gateway_port=None, outside=scoring_network(host), labels={ATTEMPT_LABEL: attempt_id}
+        allow,
+        gateway_port=gateway_port,
+        outside=scoring_network(host),
+        labels={ATTEMPT_LABEL: attempt_id},
     )
 
 
@@ -128,9 +137,10 @@ def evaluate_in(
     runtime: Python,
     user: str | None = None,
     hosts: ScoringHosts | None = None,
+    environment: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Copy the evaluator in, run it as `user` (root when None) within evaluate_seconds,
-    return its result document.
+    with `environment` added to its variables; return its result document.
 
     The container must have `runtime` mounted (or be a host whose python3 it is)."""
     private = f"/.ageval-eval-{uuid.uuid4().hex}"
@@ -147,6 +157,7 @@ def evaluate_in(
     if user:
         container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
+    variables = {**(environment or {}), **runtime.environment}
     command = runtime.command(
         f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
     )
@@ -155,7 +166,7 @@ def evaluate_in(
             shlex.join(command),
             timeout=seconds,
             user=user or "root",
-            environment=runtime.environment,
+            environment=variables,
         )
     else:
         result = exec_with_channel(
@@ -164,7 +175,7 @@ def evaluate_in(
             hosts.answer,
             timeout=seconds,
             user=user or "root",
-            environment=runtime.environment,
+            environment=variables,
         )
         if hosts.failure is not None:
             raise hosts.failure
@@ -193,6 +204,26 @@ class EvaluatorPy(Verifier):
 
     def verify(self, session: ScoringSession) -> EvaluationResult:
         session.check_collection()
+        with contextlib.ExitStack() as stack:
+            routes = judge_routes(session.lock, stack)
+            result = self._verify(session, routes)
+            usage = routes.summary()
+            role = session.lock.task.evaluation.judge
+            if role is not None:
+                try:
+                    routes.check(role)
+                except AgevalError as exc:
+                    result = EvaluationResult.failed(
+                        exc.code,
+                        exc.message,
+                        evaluator_output=result.evaluator_output,
+                        seconds=result.seconds,
+                    )
+            if not usage:
+                return result
+            return EvaluationResult.model_validate({**result.model_dump(), "usage": usage})
+
+    def _verify(self, session: ScoringSession, routes: AttemptRoutes) -> EvaluationResult:
         started = time.monotonic()
         spec = scoring_spec(session.lock, f"eval-{session.attempt_id}")
         runtime: Python
@@ -202,7 +233,7 @@ class EvaluatorPy(Verifier):
         else:
             host = session.lock.binding.evaluate_host["environment_options"]
             runtime = HostPython(version=str(host.get("python_version", "3.12")))
-        fence = scoring_fence(session.lock, session.attempt_id)
+        fence = scoring_fence(session.lock, session.attempt_id, routes.gateway_port)
         if fence is not None:
             spec = dataclasses.replace(
                 spec,
@@ -210,14 +241,24 @@ class EvaluatorPy(Verifier):
                 host_gateway=False,
                 environment=(*spec.environment, *fence.environment),
             )
+        environment = {}
+        role = session.lock.task.evaluation.judge
+        if role is not None:
+            profile = session.lock.binding.roles[role].model_dump(mode="json")
+            environment = judge_environment(routes, role, profile)
         try:
-            return self._verify_in(session, spec, runtime, started)
+            return self._verify_in(session, spec, runtime, started, environment)
         finally:
             if fence is not None:
                 fence.close()
 
     def _verify_in(
-        self, session: ScoringSession, spec: ContainerSpec, runtime: Python, started: float
+        self,
+        session: ScoringSession,
+        spec: ContainerSpec,
+        runtime: Python,
+        started: float,
+        environment: dict[str, str],
     ) -> EvaluationResult:
         container = session.scoring_container(spec)
         hosts = None
@@ -226,9 +267,30 @@ class EvaluatorPy(Verifier):
             hosts = ScoringHosts(names, session.environment_image, session.start, spec)
         try:
             document = evaluate_in(
-                container, session.task_dir, session.lock, session.run, runtime, spec.user, hosts
+                container,
+                session.task_dir,
+                session.lock,
+                session.run,
+                runtime,
+                spec.user,
+                hosts,
+                environment,
             )
         finally:
             session.discard(container)
         document["seconds"] = round(time.monotonic() - started, 3)
+        document.pop("usage", None)  # counted by the gateway, never taken from the evaluator
         return checked(document)
+
+
+def judge_routes(lock: TaskLock, stack: contextlib.ExitStack) -> AttemptRoutes:
+    """The gateway route of this evaluation's LLM judge (`evaluation.judge`, when its role
+    has a model `base_url`), on the process's gateway until `stack` closes; else none."""
+    role = lock.task.evaluation.judge
+    bound = lock.binding.roles.get(role) if role is not None else None
+    if role is None or bound is None or not bound.base_url:
+        return AttemptRoutes.none()
+    gateway = stack.enter_context(shared_gateway())
+    routes = AttemptRoutes(gateway, {role: bound.model_dump(mode="json")})
+    stack.callback(routes.close)
+    return routes

@@ -11,6 +11,7 @@ from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
 from agevalx.hashing import canonical_json
+from agevalx.results.usage import ModelUsage
 
 OUTPUT_TAIL = 4000
 """Characters of the evaluator's output kept with the result."""
@@ -47,6 +48,9 @@ class EvaluationResult(BaseModel):
     """The tail of the evaluator's stdout and stderr."""
     seconds: float = 0.0
     """Wall time of the evaluation."""
+    usage: dict[str, ModelUsage] = {}
+    """Role -> the evaluator's own model traffic (its LLM judge, `evaluation.judge`) through
+    the gateway, counted apart from the agents'."""
 
     @field_validator("score")
     @classmethod

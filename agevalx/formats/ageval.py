@@ -106,8 +106,8 @@ def _load_run_py(task_dir: Path) -> RunBody:
     return body
 
 
-def _default_run(ctx: Any) -> None:
-    role = ctx.roles[0]
+def _default_run(ctx: Any, role: str) -> None:
+    """The task's one agent role (not the evaluator's judge) given prompts/task.md."""
     prompt_file = ctx.task_file(PROMPT_FILE)
     ctx.invoke(role, prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else "")
 
@@ -172,7 +172,11 @@ class AgevalRuntime(TaskRuntime):
         return WORKSPACE
 
     def run_body(self) -> RunBody:
-        return _load_run_py(self.task_dir) if self.lock.features.run_py else _default_run
+        if self.lock.features.run_py:
+            return _load_run_py(self.task_dir)
+        judge = self.lock.task.evaluation.judge
+        (role,) = [role for role in self.lock.binding.roles if role != judge]
+        return lambda ctx: _default_run(ctx, role)
 
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
         from agevalx.agents.oracle import OracleLayout

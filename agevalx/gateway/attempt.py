@@ -120,3 +120,26 @@ class AttemptRoutes:
         if self.gateway is not None:
             for route in self.routes.values():
                 self.gateway.unregister(route)
+
+
+JUDGE_BASE_URL = "AGEVAL_JUDGE_BASE_URL"
+JUDGE_API_KEY = "AGEVAL_JUDGE_API_KEY"
+JUDGE_MODEL = "AGEVAL_JUDGE_MODEL"
+
+
+def judge_environment(
+    routes: AttemptRoutes, role: str, profile: Mapping[str, Any]
+) -> dict[str, str]:
+    """The evaluator's variables for its LLM judge `role` (`evaluation.judge`): the gateway's
+    URL and this evaluation's token for its route, and the model id; none without a route."""
+    route = routes.routes.get(role)
+    if route is None or routes.gateway is None:
+        return {}
+    environ = {
+        JUDGE_BASE_URL: routes.gateway.base_url(route, CONTAINER_HOST),
+        JUDGE_API_KEY: route.token,
+    }
+    model = (profile.get("model") or {}).get("id")
+    if model:
+        environ[JUDGE_MODEL] = str(model)
+    return environ

@@ -262,13 +262,12 @@ class Gateway:
             else:
                 headers["x-api-key"] = upstream.api_key
         url = upstream.origin + request.path_qs
-        model = _requested_model(body)
         began = time.monotonic()
         held = False
         try:
             while True:
                 try:
-                    return await self._forward(request, route, url, headers, body, model)
+                    return await self._forward(request, route, url, headers, body)
                 except _Retry as retry:
                     if not held:
                         held = True
@@ -307,7 +306,7 @@ class Gateway:
             with contextlib.suppress(ValueError):
                 reader.feed_json(json.loads(data))
         if request.method == "POST":
-            route.stats.add(reader.usage(), _requested_model(body))
+            _count(route, reader, body)
         if route.recorder is not None:
             route.recorder.record(request.method, request.path, body, found.status, data)
         if found.streamed:
@@ -342,7 +341,6 @@ class Gateway:
         url: str,
         headers: dict[str, str],
         body: bytes,
-        model: str | None,
     ) -> web.StreamResponse:
         assert self._session is not None
         upstream = route.upstream
@@ -371,7 +369,7 @@ class Gateway:
                 with contextlib.suppress(ValueError):
                     reader.feed_json(json.loads(data))
                 if request.method == "POST":
-                    route.stats.add(reader.usage(), model)
+                    _count(route, reader, body)
                 if route.recorder is not None:
                     route.recorder.record(request.method, request.path, body, response.status, data)
                 return web.Response(status=response.status, body=data, headers=out_headers)
@@ -382,10 +380,10 @@ class Gateway:
                     reader.feed_stream(piece)
                     await relay.write(piece)
             except (aiohttp.ClientError, TimeoutError) as exc:
-                route.stats.add(reader.usage(), model)
+                _count(route, reader, body)
                 route.stats.failure_message = f"the upstream stream broke: {exc!r}"
                 raise ConnectionResetError("upstream stream broke") from None
-            route.stats.add(reader.usage(), model)
+            _count(route, reader, body)
             if route.recorder is not None:
                 route.recorder.record(
                     request.method, request.path, body, response.status, reader.stream_bytes
@@ -393,6 +391,14 @@ class Gateway:
             with contextlib.suppress(ConnectionResetError):  # the agent hung up after the end
                 await relay.write_eof()
             return relay
+
+
+def _count(route: Route, reader: UsageReader, body: bytes) -> None:
+    """Add a response's usage to its route; the request body (an agent's whole conversation,
+    often) is parsed for its model only when the response named none."""
+    usage = reader.usage()
+    model = None if usage is None or usage.model else _requested_model(body)
+    route.stats.add(usage, model)
 
 
 def _requested_model(body: bytes) -> str | None:

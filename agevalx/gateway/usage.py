@@ -94,8 +94,7 @@ class UsageReader:
         self._fields: dict[str, Any] = {}
         self._model: str | None = None
         self._pending = b""
-        self.stream_bytes = b""
-        """The stream as received (kept for the traffic record)."""
+        self._received: list[bytes] = []
 
     def feed_json(self, value: Any) -> None:
         fields = _usage_fields(value)
@@ -105,18 +104,30 @@ class UsageReader:
 
     def feed_stream(self, data: bytes) -> None:
         """Server-sent events, in pieces as they arrive."""
-        self.stream_bytes += data
+        self._received.append(data)
         self._pending += data
         *lines, self._pending = self._pending.split(b"\n")
         for line in lines:
             line = line.strip()
             if line.startswith(b"data:"):
                 payload = line[5:].strip()
-                if payload and payload != b"[DONE]":
+                if self._worth_reading(payload):
                     try:
                         self.feed_json(json.loads(payload))
                     except ValueError:
                         continue
+
+    def _worth_reading(self, payload: bytes) -> bool:
+        """Whether an event may hold usage, or the model while none is known yet: the text
+        deltas in between are relayed without being parsed."""
+        if not payload or payload == b"[DONE]":
+            return False
+        return b'"usage"' in payload or (self._model is None and b'"model"' in payload)
+
+    @property
+    def stream_bytes(self) -> bytes:
+        """The stream as received (kept for the traffic record)."""
+        return b"".join(self._received)
 
     def usage(self) -> Usage | None:
         fields = self._fields

@@ -54,11 +54,13 @@ def _check_runnable(task: TaskSource, features: LockedFeatures, binding: LockedB
         )
     if features.run_py:
         return
-    executors = {role.executor for role in binding.roles.values()}
-    if len(binding.roles) != 1:
+    judge = task.config.evaluation.judge  # the evaluator's role, not an agent the run starts
+    agents = {name: role for name, role in binding.roles.items() if name != judge}
+    executors = {role.executor for role in agents.values()}
+    if len(agents) != 1:
         raise ConfigError(
             "default_run_needs_one_profile",
-            f"without run.py a task runs its single agent profile; it has {len(binding.roles)}",
+            f"without run.py a task runs its single agent profile; it has {len(agents)}",
             file=task_file,
             field="agent_profiles",
             hint="declare exactly one agent profile, or add run.py to orchestrate several",

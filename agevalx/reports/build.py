@@ -83,7 +83,10 @@ def _task_row(task_id: str, binding: Binding, results: list[AttemptResult], k: i
     )
     usage = total_usage(u for r in ordered for u in r.usage.values())
     row = _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered], usage)
-    return row.model_copy(update={"pass_rate_stderr": _binomial_stderr(metrics)})
+    judged = total_usage(u for r in ordered for u in r.evaluator_usage.values())
+    return row.model_copy(
+        update={"pass_rate_stderr": _binomial_stderr(metrics), "evaluator_usage": judged}
+    )
 
 
 def _binomial_stderr(metrics: TaskMetrics) -> float | None:
@@ -116,7 +119,14 @@ def _overall_rows(tasks: list[ReportRow]) -> list[ReportRow]:
             overall_metrics([row.metrics for row in rows]),
             [attempt for row in rows for attempt in row.attempts],
             total_usage(row.usage for row in rows if row.usage is not None),
-        ).model_copy(update={"pass_rate_stderr": _mean_stderr(rows)})
+        ).model_copy(
+            update={
+                "pass_rate_stderr": _mean_stderr(rows),
+                "evaluator_usage": total_usage(
+                    row.evaluator_usage for row in rows if row.evaluator_usage is not None
+                ),
+            }
+        )
         for binding, rows in by_binding.items()
     ]
 

@@ -74,6 +74,9 @@ class ReportRow(ReportModel):
     """The agents' model traffic summed over the attempts (None when none used a model)."""
     cost_per_pass: Cost | None = None
     """`usage.cost_usd` over the PASS attempts (None without a pass or without usage)."""
+    evaluator_usage: ModelUsage | None = None
+    """The evaluators' own model traffic (LLM judges) over the attempts, apart from `usage`
+    (None when no evaluator used a model)."""
 
 
 class JobRef(ReportModel):

@@ -27,7 +27,7 @@ from agevalx.results.models import (
 )
 from agevalx.results.paths import attempt_id
 from agevalx.results.usage import cost_per_pass, total_usage
-from agevalx.runner.output import RunOutput
+from agevalx.runner.output import RunOutput, usage_of_failure
 
 ENVIRONMENT_CODES = frozenset(
     {
@@ -39,6 +39,7 @@ ENVIRONMENT_CODES = frozenset(
         "environment_timeout",
         "environment_gpu_unavailable",
         "setup_failed",
+        "egress_network_mode_unfenced",
     }
 )
 
@@ -108,6 +109,7 @@ def attempt_result(
             errors = {**errors, nodes[3].id: exc}
     if evaluation is not None:
         seconds["evaluate"] = evaluation.seconds
+        fields["evaluator_usage"] = evaluation.usage
         fields["evaluator_output"] = evaluation.evaluator_output
         if evaluation.status != "ERROR":
             fields.update(
@@ -133,6 +135,8 @@ def attempt_result(
         scoring = [plan.node(name) for name in plan.graph.predecessors(nodes[3].id)]
         failed = next((n for n in [*nodes, *scoring] if n.id in errors), None)
         error = errors[failed.id] if failed else None
+        if run is None and nodes[2].id in errors:  # what the failed run stage used so far
+            fields["usage"] = usage_of_failure(errors[nodes[2].id])
         code = error.code if error else "not_computed"
         fields.update(
             status="ERROR",
@@ -230,6 +234,9 @@ def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: s
         attempts=[attempt_index(result) for result in results],
         usage=usage,
         cost_per_pass=cost_per_pass(usage, passed),
+        evaluator_usage=total_usage(
+            usage for result in results for usage in result.evaluator_usage.values()
+        ),
         summary_key=summary_key,
         **dataset.summary_sections(plan.task_ids, results),
     )

@@ -104,7 +104,11 @@ class AttemptResult(ResultModel):
     """What the run stage published (`artifacts.publishable`, or a Harbor task's collected
     artifacts); the files are in `.ageval/runs/<attempt_id>/artifacts/`."""
     usage: dict[str, ModelUsage] = Field(default_factory=dict)
-    """Role -> the agent's model traffic through the gateway (tokens, cost, retries)."""
+    """Role -> the agent's model traffic through the gateway (tokens, cost, retries); for a
+    run stage that failed, what it used before it failed."""
+    evaluator_usage: dict[str, ModelUsage] = Field(default_factory=dict)
+    """Role -> the evaluator's own model traffic (its LLM judge, `evaluation.judge`),
+    counted apart from the agents' `usage`."""
 
 
 class TaskMetrics(ResultModel):
@@ -159,5 +163,8 @@ class JobSummary(ResultModel):
     """The agents' model traffic summed over every attempt (None when no role used a model)."""
     cost_per_pass: Cost | None = None
     """`usage.cost_usd` divided by the PASS attempts (None without a pass)."""
+    evaluator_usage: ModelUsage | None = None
+    """The evaluators' own model traffic (LLM judges) summed over every attempt, apart from
+    `usage` (None when no evaluator used a model)."""
     summary_key: str
     """Key of the summary node (content-addressed: same key, same numbers)."""

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.environments.container import HOME, WORKSPACE
+from agevalx.errors import AgevalError
 from agevalx.runner.collect import CollectFailure
 from agevalx.runner.snapshot import SnapshotRoots
 
@@ -53,3 +54,19 @@ class RunOutput(BaseModel):
 
     def meta(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+USAGE_ATTRIBUTE = "ageval_model_usage"
+
+
+def with_usage(error: AgevalError, usage: dict[str, dict[str, Any]]) -> AgevalError:
+    """`error` (a failed run node's) carrying the model usage counted before it failed, so the
+    attempt's result.json records it as a finished run's would."""
+    setattr(error, USAGE_ATTRIBUTE, usage)
+    return error
+
+
+def usage_of_failure(error: AgevalError | None) -> dict[str, dict[str, Any]]:
+    """The model usage a failed run node's error carries (see `with_usage`), or none."""
+    usage = getattr(error, USAGE_ATTRIBUTE, None)
+    return usage if isinstance(usage, dict) else {}

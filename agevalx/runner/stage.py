@@ -46,7 +46,7 @@ from agevalx.environments.container import (
     container_name,
     find_container,
 )
-from agevalx.environments.egress import EgressFence, allowed_hosts
+from agevalx.environments.egress import EgressFence, allowed_hosts, move_behind
 from agevalx.environments.gpus import check_requests
 from agevalx.environments.owners import this_process
 from agevalx.errors import AgevalError
@@ -66,7 +66,7 @@ from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal
 from agevalx.runner.collect import collect
 from agevalx.runner.context import QuotaExhausted, Quotas, RunContext
-from agevalx.runner.output import RunOutput
+from agevalx.runner.output import RunOutput, with_usage
 from agevalx.runner.recovery import (
     AttemptRecord,
     Replayer,
@@ -174,15 +174,8 @@ def start_environment(
     )
     workdir = runtime.workdir(image)
     spec = runtime.container_spec(base)
-    fence = None
-    if egress == "llm":
-        allow = allowed_hosts(
-            [profile.get("base_url") for profile in profiles(lock).values()],
-            options.get("egress_allow") or [],
-        )
-        fence = EgressFence.create(
-            allow, gateway_port=gateway_port, outside=network, labels={ATTEMPT_LABEL: label}
-        )
+    fence = _fence(lock, label, gateway_port)
+    if fence is not None:
         spec = dataclasses.replace(
             spec,
             network=fence.network,
@@ -199,6 +192,40 @@ def start_environment(
     )
     names = tuple(name for name, _ in spec.environment)
     return Workplace(environment=environment, workdir=workdir, environment_names=names)
+
+
+def _fence(lock: TaskLock, label: str, gateway_port: int | None) -> EgressFence | None:
+    """The `egress: llm` fence of an attempt (None for other egress): it lets out the bound
+    profiles' base_url hosts and `egress_allow`, and relays the gateway on `gateway_port`."""
+    options = lock.binding.environment_options
+    if options.get("egress") != "llm":
+        return None
+    allow = allowed_hosts(
+        [profile.get("base_url") for profile in profiles(lock).values()],
+        options.get("egress_allow") or [],
+    )
+    return EgressFence.create(
+        allow,
+        gateway_port=gateway_port,
+        outside=options.get("network"),
+        labels={ATTEMPT_LABEL: label},
+    )
+
+
+def _refenced(
+    lock: TaskLock, container: AttemptContainer, label: str, gateway_port: int | None
+) -> EgressFence | None:
+    """A re-attached container behind a new fence of this process (the dead one's proxy
+    relayed a gateway that is gone, and the reaper removes it): moved off its old networks,
+    which are removed when a dead process owned them."""
+    fence = _fence(lock, label, gateway_port)
+    if fence is not None:
+        try:
+            move_behind(container.id, fence)
+        except BaseException:
+            fence.close()
+            raise
+    return fence
 
 
 class _Invoker:
@@ -452,7 +479,26 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             replay = node.payload.get("model_traffic")
             routes = AttemptRoutes(gateway, profiles(lock), log, replay)
             stack.callback(routes.close)
-        return _run_attempt(node, context, lock, routes)
+        try:
+            return _run_attempt(node, context, lock, routes)
+        except AgevalError as exc:  # the usage counted so far goes into result.json too
+            raise with_usage(exc, agent_usage(lock, routes)) from None
+        except Exception as exc:
+            if not routes.routes:
+                raise
+            failure = AgevalError("node_failed", f"{type(exc).__name__}: {exc}")
+            raise with_usage(failure, agent_usage(lock, routes)) from None
+
+
+def agent_usage(lock: TaskLock, routes: AttemptRoutes) -> dict[str, dict[str, Any]]:
+    """The agents' usage per role; the LLM judge's role (`evaluation.judge`) only if the run
+    stage itself talked to its model (its evaluation counts its own)."""
+    judge = lock.task.evaluation.judge
+    return {
+        role: usage
+        for role, usage in routes.summary().items()
+        if role != judge or usage["requests"] or usage["retries"]
+    }
 
 
 def _run_attempt(
@@ -495,8 +541,9 @@ def _run_attempt(
     if reattached is not None:
         image = image_reference(context, node)
         names = runtime.container_spec(ContainerSpec(image=image, name_hint="")).environment
+        fence = _refenced(lock, reattached, attempt_id(node), routes.gateway_port)
         place = Workplace(
-            AttemptEnvironment(container=reattached),
+            AttemptEnvironment(container=reattached, fence=fence),
             runtime.workdir(image),
             tuple(name for name, _ in names),
         )
@@ -582,6 +629,6 @@ def _run_attempt(
         forked_from=(
             {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
         ),
-        model_usage=routes.summary(),
+        model_usage=agent_usage(lock, routes),
     )
     return NodeResult(outputs=outputs, meta=output.meta())

@@ -48,6 +48,16 @@ def tokens(row: ReportRow) -> str:
     return "-" if usage is None else f"{usage.prompt_tokens}/{usage.completion_tokens}"
 
 
+def judge_tokens(row: ReportRow) -> str:
+    """The evaluators' (LLM judges') `prompt/completion` tokens, apart from the agents'."""
+    usage = row.evaluator_usage
+    return "-" if usage is None else f"{usage.prompt_tokens}/{usage.completion_tokens}"
+
+
+def judge_cost(row: ReportRow) -> str:
+    return dollars(row.evaluator_usage.cost_usd if row.evaluator_usage else None)
+
+
 def dollars(value: float | str | None) -> str:
     if value is None:
         return "-"
@@ -84,6 +94,14 @@ def columns(report: Report, scope: str) -> list[Column]:
         Column("tokens in/out", tokens, numeric=True),
         Column("cost $", lambda row: dollars(row.usage.cost_usd if row.usage else None), True),
         Column("cost/PASS $", lambda row: dollars(row.cost_per_pass), numeric=True),
+        *(
+            [
+                Column("judge tokens in/out", judge_tokens, numeric=True),
+                Column("judge cost $", judge_cost, numeric=True),
+            ]
+            if any(row.evaluator_usage for row in report.tasks)
+            else []
+        ),
         Column("config", config),
     ]
     return [*lead, *names, *counts]

@@ -25,6 +25,11 @@ def _cost(value: float | str | None) -> str:
     return value if isinstance(value, str) else _number(value)
 
 
+def _judge(row: ReportRow, name: str) -> str:
+    usage = row.evaluator_usage
+    return "" if usage is None else str(getattr(usage, name))
+
+
 def _keys(row: ReportRow, pick: Callable[..., str | None]) -> str:
     return " ".join(pick(attempt) or "-" for attempt in row.attempts)
 
@@ -53,6 +58,12 @@ FIELDS: dict[str, Callable[[ReportRow], str]] = {
     "requests": lambda row: str(row.usage.requests) if row.usage else "",
     "cost_usd": lambda row: _cost(row.usage.cost_usd if row.usage else None),
     "cost_per_pass": lambda row: _cost(row.cost_per_pass),
+    "evaluator_prompt_tokens": lambda row: _judge(row, "prompt_tokens"),
+    "evaluator_completion_tokens": lambda row: _judge(row, "completion_tokens"),
+    "evaluator_requests": lambda row: _judge(row, "requests"),
+    "evaluator_cost_usd": lambda row: _cost(
+        row.evaluator_usage.cost_usd if row.evaluator_usage else None
+    ),
     "config_digests": lambda row: text(" ".join(row.config_digests)),
     "run_keys": lambda row: text(_keys(row, lambda a: a.run_key)),
     "evaluate_keys": lambda row: text(_keys(row, lambda a: a.evaluate_key)),

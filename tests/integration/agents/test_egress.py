@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agevalx.agents.mockllm import MockLLM, bridge_gateway
-from agevalx.environments.container import AttemptContainer, ContainerSpec
+from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.gateway import Gateway, Upstream
 
@@ -177,3 +177,60 @@ def test_egress_none_in_profiles_runs_the_attempt_without_a_network(
     outputs = [t["output"] for t in tools if t["type"] == "terminal" and "output" in t]
     assert outputs[0].split() == ["lo"], outputs[0]
     assert result["usage"] == {}, "no model role, no gateway"
+
+
+EGRESS_COMPOSE = Path(__file__).parents[1] / "data/egress-compose"
+
+
+def _compose_dataset(copy_dataset: Any, egress_outside: dict[str, str]) -> Path:
+    import yaml
+
+    dataset: Path = copy_dataset(EGRESS_COMPOSE)
+    profiles = dataset / "profiles.yaml"
+    document = yaml.safe_load(profiles.read_text())
+    document["environment_options"] = {
+        "egress": "llm",
+        "network": egress_outside["network"],
+        "egress_allow": [egress_outside["allowed"]],
+    }
+    profiles.write_text(yaml.safe_dump(document))
+    solve = dataset / "tasks/fenced/solution/solve.sh"
+    text = solve.read_text().replace("@ALLOWED@", egress_outside["allowed"])
+    solve.write_text(text.replace("@DENIED_IP@", egress_outside["denied_ip"]))
+    return dataset
+
+
+@pytest.mark.integration
+def test_egress_llm_fences_a_compose_task_whose_sidecars_stay_reachable(
+    copy_dataset: Any, capsys: pytest.CaptureFixture[str], egress_outside: dict[str, str]
+) -> None:
+    from agevalx.cli import main
+
+    dataset = _compose_dataset(copy_dataset, egress_outside)
+    main(["run", str(dataset), "--task", "fenced", "--json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    details = result.get("details") or {}
+    assert result["status"] == "PASS", result
+    assert details["store"] == 200, "the sidecar answers the agent by its service name"
+    assert details["main"].endswith("main"), "the agent keeps its alias main"
+    assert details["allowed"] == 200, "egress_allow through the proxy"
+    assert details["denied_direct"] not in (200, 403), "no direct way out"
+    interfaces = details["interfaces"]
+    assert len(interfaces) == 2 and "lo" in interfaces, "on the fence network only"
+    mine = f"label={ATTEMPT_LABEL}={result['attempt_id']}"
+    assert _docker("network", "ls", "-q", "--filter", mine).strip() == "", "fence removed"
+    assert _docker("ps", "-aq", "--filter", mine).strip() == "", "proxy and sidecars removed"
+
+
+@pytest.mark.integration
+def test_egress_llm_refuses_a_compose_agent_sharing_a_service_network(
+    copy_dataset: Any, capsys: pytest.CaptureFixture[str], egress_outside: dict[str, str]
+) -> None:
+    from agevalx.cli import main
+
+    dataset = _compose_dataset(copy_dataset, egress_outside)
+    code = main(["run", str(dataset), "--task", "shared-ns", "--json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert code == 1 and result["status"] == "ERROR"
+    assert result["error"]["code"] == "egress_network_mode_unfenced"
+    assert result["error"]["stage"] == "environment"

@@ -187,6 +187,10 @@ def test_an_upstream_that_never_recovers_is_an_infrastructure_error(
     else:
         assert 4 <= tries <= 6, tries
     assert took < 120
+    usage = _stored_result(dataset, result)["usage"]  # counted until the run stage failed
+    assert usage == result["usage"] and set(usage) == {"solver"}, usage
+    assert usage["solver"]["requests"] == 0 and usage["solver"]["retries"] == tries - 1
+    assert usage["solver"]["wait_seconds"] == pytest.approx(0.2 * (tries - 1))
 
 
 @pytest.mark.integration

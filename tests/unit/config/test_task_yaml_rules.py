@@ -746,3 +746,12 @@ def test_non_finite_cpus_is_refused(make_dataset, lock_fails, value):
     error = lock_fails(ds)
 
     assert (error.code, error.field) == ("invalid_value", "parameters.cpus")
+
+
+def test_an_evaluation_judge_must_be_one_of_the_tasks_roles(make_dataset, lock_fails):
+    ds = make_dataset(task={"agent_profiles": [{"id": "solver"}], "evaluation": {"judge": "jury"}})
+
+    error = lock_fails(ds)
+
+    assert (error.code, error.file) == ("unknown_judge_role", task_file(ds))
+    assert "jury" in error.message and error.hint

@@ -349,3 +349,27 @@ def test_running_out_of_wall_time_while_held_is_an_upstream_error(
         routes.close()
     assert caught.value.code == "model_upstream_unavailable"
     assert "wall time ran out" in caught.value.message
+
+
+@pytest.mark.unit
+def test_streams_reuse_one_kept_alive_upstream_connection(gateway: Gateway) -> None:
+    """The gateway's pooled client keeps its upstream connection between requests, streamed
+    ones included (the mock streams in chunks and keeps the connection, as providers do)."""
+    streamed = {"model": "m", "stream": True}
+    with MockLLM([{"message": "hi"}] * 12) as mock:
+        route = gateway.register(Upstream(base_url=mock.url, api_key=REAL_KEY))
+        for _ in range(4):
+            status, data = _chat(gateway, route.token, streamed)
+            assert status == 200 and data.rstrip().endswith(b"data: [DONE]")
+            status, _ = _chat(gateway, route.token, {"model": "m"})
+            assert status == 200
+        direct = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=10)
+        for _ in range(3):  # a client of the mock's own keeps its connection too
+            direct.request("POST", "/v1/chat/completions", body=json.dumps(streamed))
+            response = direct.getresponse()
+            assert response.read().rstrip().endswith(b"data: [DONE]")
+        direct.close()
+        peers = [request.peer for request in mock.completions]
+    assert len(peers) == 11
+    assert len(set(peers[:8])) == 1, "one upstream connection for every relayed request"
+    assert len(set(peers[8:])) == 1

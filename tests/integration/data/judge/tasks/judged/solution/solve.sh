@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "a haiku about caches" > /attempt/workspace/answer.txt

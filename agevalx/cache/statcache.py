@@ -8,6 +8,10 @@ The racy-mtime problem (git's "racily clean" files): a file written in the same 
 tick as it was hashed can change again without its mtime changing. An entry is
 therefore trusted only if the file's mtime was at least `RACY_WINDOW_NS` older than the
 moment the entry was recorded; otherwise the file is hashed again.
+
+It also keeps, per scope (a container's snapshot root), the last listing a checkpoint
+took of that directory (see `agevalx.runner.incremental`), so the next checkpoint reads
+only what changed since, even from another process that reattached to the container.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from pathlib import Path
 from types import TracebackType
 
 RACY_WINDOW_NS = 2_000_000_000
+TREE_STATES_KEPT = 64
+"""Scopes whose last listing is kept; older ones (finished containers) are dropped."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS stat (
@@ -30,6 +36,11 @@ CREATE TABLE IF NOT EXISTS stat (
     digest TEXT NOT NULL,
     recorded_ns INTEGER NOT NULL,
     PRIMARY KEY (dev, ino)
+);
+CREATE TABLE IF NOT EXISTS tree_state (
+    scope TEXT PRIMARY KEY,
+    recorded_ns INTEGER NOT NULL,
+    state BLOB NOT NULL
 )
 """
 
@@ -47,7 +58,7 @@ class StatCache:
             db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
+            db.executescript(_SCHEMA)
             db.commit()
         except sqlite3.Error:
             return None
@@ -93,6 +104,38 @@ class StatCache:
                 with self._db:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)", rows
+                    )
+            except sqlite3.Error:
+                return
+
+    def tree_state(self, scope: str) -> bytes | None:
+        """The state last remembered for `scope`, if any."""
+        if self._db is None:
+            return None
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT state FROM tree_state WHERE scope = ?", (scope,)
+                ).fetchone()
+            except sqlite3.Error:
+                return None
+        return None if row is None else bytes(row[0])
+
+    def remember_tree_state(self, scope: str, state: bytes, recorded_ns: int) -> None:
+        """Replace the state of `scope`; only the `TREE_STATES_KEPT` newest scopes stay."""
+        if self._db is None:
+            return
+        with self._lock:
+            try:
+                with self._db:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO tree_state VALUES (?, ?, ?)",
+                        (scope, recorded_ns, state),
+                    )
+                    self._db.execute(
+                        "DELETE FROM tree_state WHERE scope NOT IN (SELECT scope FROM"
+                        " tree_state ORDER BY recorded_ns DESC LIMIT ?)",
+                        (TREE_STATES_KEPT,),
                     )
             except sqlite3.Error:
                 return

@@ -229,13 +229,17 @@ class CacheStore:
         *,
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
+        transient: bool = False,
     ) -> TreeManifest:
         """Store every file under `src` and its manifest; return the manifest.
 
         Symlinks are recorded, never followed. Raises `cache_source_changed` if a file
-        changes between hashing and copying.
+        changes between hashing and copying. A `transient` tree is a scratch copy deleted
+        next (extracted from a container): every file is new, so the stat cache is neither
+        asked nor told about it.
         """
-        manifest = hash_tree(src, include=include, exclude=exclude, stat_cache=self.stat_cache)
+        stat_cache = None if transient else self.stat_cache
+        manifest = hash_tree(src, include=include, exclude=exclude, stat_cache=stat_cache)
         with self.in_use():
             by_digest = {_digest(entry): entry for entry in manifest.files()}
             missing = [entry for digest, entry in by_digest.items() if not self.has_blob(digest)]

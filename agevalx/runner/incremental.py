@@ -308,7 +308,7 @@ def full_tree(container: AttemptContainer, store: CacheStore, root: str) -> Take
     with tempfile.TemporaryDirectory(prefix="ageval-snapshot-") as scratch:
         local = Path(scratch) / "tree"
         container.get_directory(root, local)
-        manifest = store.put_tree(local)
+        manifest = store.put_tree(local, transient=True)
     return TakenTree(manifest, sum(1 for _ in manifest.files()), manifest.total_size, False)
 
 

@@ -1,7 +1,8 @@
 """Checkpoint benchmark: the cost of snapshotting /attempt/workspace (+ home) into the cache,
-for workspaces of 10 MB, 100 MB and 1 GB, and the second checkpoint of the same workspace
-with one file changed, taken incrementally (only what changed is read) beside a full
-re-read of the same state (what every checkpoint cost before), with their ratio.
+for workspaces of 10 MB, 100 MB and 1 GB (the first checkpoint both ways), and the second
+checkpoint of the same workspace with one file changed, taken incrementally (only what
+changed is read) beside a full re-read of the same state (what every checkpoint cost
+before), with their ratio.
 
 Each size is measured `--repeat` times (a new file changed each round); the figures are
 the median with the range, and the load average is printed, since other work on the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -63,6 +65,9 @@ def measure(megabytes: int, repeat: int) -> None:
         )
         try:
             files = fill(container, megabytes)
+            with CacheStore(Path(scratch) / "cache-full") as empty:
+                first_full_seconds, _ = timed(container, empty, incremental=False)
+            shutil.rmtree(Path(scratch) / "cache-full")
             first_seconds, first = timed(container, store, incremental=True)
             first_stored = stored_bytes(store)
             incremental: list[float] = []
@@ -87,7 +92,8 @@ def measure(megabytes: int, repeat: int) -> None:
     files_read = "/".join(str(count) for count, _ in read)
     print(
         f"{megabytes:>5} MB workspace: first checkpoint {first_seconds:6.2f} s "
-        f"({mb / first_seconds:6.1f} MB/s, {first_stored / 1e6:7.1f} MB stored)\n"
+        f"({mb / first_seconds:6.1f} MB/s, {first_stored / 1e6:7.1f} MB stored; "
+        f"as a full re-read into an empty cache {first_full_seconds:6.2f} s)\n"
         f"      one file changed, x{repeat}: incremental {spread(incremental)}, "
         f"full re-read {spread(full)}, full/incremental {ratio:5.1f}x; "
         f"files read per incremental checkpoint {files_read}, {added / 1e6:6.2f} MB added; "

@@ -139,6 +139,10 @@ TRICKY_STEPS = [
     ("unreadable file", "echo secret > locked && chmod 000 locked"),
     ("odd names", "echo 1 > 'sp ace' && echo 2 > \"$(printf 'new\\nline')\" && echo 3 > ./-dash"),
     ("escaping symlink", "ln -s ../../../etc/passwd escape"),
+    (
+        "UTF-8 and long names",
+        "echo 4 > \"$(printf 'caf\\303\\251')\" && echo 5 > $(printf 'n%.0s' $(seq 150))",
+    ),
     ("file grows", "head -c 300K /dev/urandom >> f1"),
 ]
 HARD_LINK_STEPS = [

@@ -8,7 +8,9 @@ previous checkpoint of the same directory of the same container saw: a regular f
 device, inode, size, mode, mtime and ctime are unchanged keeps its digest; only the other
 files are read (GNU `tar` in the container, one exec, streamed into the cache). The
 listing gives directories, symlink targets and modes, so deletions, renames, mode changes,
-new symlinks and directories replaced by files need no reading at all.
+new symlinks and directories replaced by files need no reading at all. When nothing can be
+reused (a container's first checkpoint), Docker's archive reads the directory, which is
+faster for everything, and the listing is remembered with the digests it gave.
 
 What ageval trusts. The kernel sets a file's ctime on every write, chmod, rename or link
 change, and an agent cannot set it back (that takes setting the clock, CAP_SYS_TIME, or
@@ -248,11 +250,14 @@ def build_manifest(listing: Listing, files: dict[str, tuple[str, int]]) -> TreeM
 
 
 def remember(listing: Listing, files: dict[str, tuple[str, int]]) -> Remembered:
-    """The settled files of this listing with the digests just stored for them."""
+    """The settled files of this listing with the digests just stored for them (a file
+    missing from `files` or stored at another size changed meanwhile: it is left out)."""
     kept = {
         path: (st, files[path][0])
         for path, st in listing.entries.items()
-        if st.type == "f" and st.settled(listing.started_ns) and files[path][1] == st.size
+        if st.type == "f"
+        and st.settled(listing.started_ns)
+        and files.get(path, ("", -1))[1] == st.size
     }
     return Remembered(listing.started_ns, kept)
 
@@ -271,15 +276,17 @@ def take_trees(
             None if listing is None else plan(listing, _remembered(store, scope), store.has_blob)
             for listing, scope in zip(listings, scopes, strict=True)
         ]
+        # nothing to reuse: Docker's archive reads it all faster, and the listing seeds
+        seeds = [work is not None and not work.reused and bool(work.dirty) for work in plans]
         wanted = [
             (root, path)
-            for root, work in zip(roots, plans, strict=True)
-            if work is not None
+            for root, work, seed in zip(roots, plans, seeds, strict=True)
+            if work is not None and not seed
             for path in work.dirty
         ]
         read = read_files(container, store, wanted)
         for index, (listing, work) in enumerate(zip(listings, plans, strict=True)):
-            if listing is None or work is None or read is None:
+            if listing is None or work is None or read is None or seeds[index]:
                 continue
             files = {
                 path: (digest, listing.entries[path].size) for path, digest in work.reused.items()
@@ -292,10 +299,20 @@ def take_trees(
             )
             read_bytes = sum(files[path][1] for path in work.dirty)
             taken[index] = TakenTree(manifest, len(work.dirty), read_bytes, True)
-    return [
+    trees = [
         full_tree(container, store, root) if tree is None else tree
         for root, tree in zip(roots, taken, strict=True)
     ]
+    for index, listing in enumerate(listings):
+        if listing is not None and seeds[index]:
+            files = {
+                entry.path: (entry.digest or "", entry.size)
+                for entry in trees[index].manifest.files()
+            }
+            store.stat_cache.remember_tree_state(
+                scopes[index], remember(listing, files).encode(), listing.started_ns
+            )
+    return trees
 
 
 def _remembered(store: CacheStore, scope: str) -> Remembered | None:

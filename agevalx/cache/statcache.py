@@ -1,13 +1,20 @@
 """Remembered file digests, so unchanged files are not read again.
 
-A small SQLite database maps (device, inode) to the size, mtime and digest seen when the
-file was last hashed. It is an accelerator only: never part of a key, safe to delete,
-and any SQLite failure makes it behave as empty.
+A small SQLite database maps (device, inode) to the size, mtime, ctime and digest seen
+when the file was last hashed. The ctime matters for inodes the file system reuses: a file
+extracted from an archive gets its mtime from the archive, so a new file in a deleted
+file's inode can show that file's size and mtime, but never its ctime. It is an
+accelerator only: never part of a key, safe to delete, and any SQLite failure makes it
+behave as empty.
 
 The racy-mtime problem (git's "racily clean" files): a file written in the same clock
 tick as it was hashed can change again without its mtime changing. An entry is
 therefore trusted only if the file's mtime was at least `RACY_WINDOW_NS` older than the
 moment the entry was recorded; otherwise the file is hashed again.
+
+It also keeps, per scope (a container's snapshot root), the last listing a checkpoint
+took of that directory (see `agevalx.runner.incremental`), so the next checkpoint reads
+only what changed since, even from another process that reattached to the container.
 """
 
 from __future__ import annotations
@@ -20,22 +27,31 @@ from pathlib import Path
 from types import TracebackType
 
 RACY_WINDOW_NS = 2_000_000_000
+TREE_STATES_KEPT = 64
+"""Scopes whose last listing is kept; older ones (finished containers) are dropped."""
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS stat (
+DROP TABLE IF EXISTS stat;
+CREATE TABLE IF NOT EXISTS file_stat (
     dev INTEGER NOT NULL,
     ino INTEGER NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
     digest TEXT NOT NULL,
     recorded_ns INTEGER NOT NULL,
     PRIMARY KEY (dev, ino)
+);
+CREATE TABLE IF NOT EXISTS tree_state (
+    scope TEXT PRIMARY KEY,
+    recorded_ns INTEGER NOT NULL,
+    state BLOB NOT NULL
 )
 """
 
 
 class StatCache:
-    """Digest memo keyed by (device, inode, size, mtime_ns); thread-safe."""
+    """Digest memo keyed by (device, inode, size, mtime_ns, ctime_ns); thread-safe."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -47,7 +63,7 @@ class StatCache:
             db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
+            db.executescript(_SCHEMA)
             db.commit()
         except sqlite3.Error:
             return None
@@ -58,24 +74,24 @@ class StatCache:
         row = self._query(st)
         if row is None:
             return None
-        size, mtime_ns, digest, recorded_ns = row
-        if size != st.st_size or mtime_ns != st.st_mtime_ns:
+        size, mtime_ns, ctime_ns, digest, recorded_ns = row
+        if (size, mtime_ns, ctime_ns) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
             return None
         if recorded_ns - mtime_ns < RACY_WINDOW_NS:
             return None
         return str(digest)
 
-    def _query(self, st: os.stat_result) -> tuple[int, int, str, int] | None:
+    def _query(self, st: os.stat_result) -> tuple[int, int, int, str, int] | None:
         if self._db is None:
             return None
         with self._lock:
             try:
                 cursor = self._db.execute(
-                    "SELECT size, mtime_ns, digest, recorded_ns FROM stat"
+                    "SELECT size, mtime_ns, ctime_ns, digest, recorded_ns FROM file_stat"
                     " WHERE dev = ? AND ino = ?",
                     (st.st_dev, st.st_ino),
                 )
-                row: tuple[int, int, str, int] | None = cursor.fetchone()
+                row: tuple[int, int, int, str, int] | None = cursor.fetchone()
             except sqlite3.Error:
                 return None
         return row
@@ -83,7 +99,7 @@ class StatCache:
     def record(self, items: Iterable[tuple[os.stat_result, str]], recorded_ns: int) -> None:
         """Remember digests; `recorded_ns` must be no later than when the files were stat'ed."""
         rows = [
-            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, digest, recorded_ns)
+            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest, recorded_ns)
             for st, digest in items
         ]
         if self._db is None or not rows:
@@ -92,7 +108,39 @@ class StatCache:
             try:
                 with self._db:
                     self._db.executemany(
-                        "INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)", rows
+                        "INSERT OR REPLACE INTO file_stat VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                    )
+            except sqlite3.Error:
+                return
+
+    def tree_state(self, scope: str) -> bytes | None:
+        """The state last remembered for `scope`, if any."""
+        if self._db is None:
+            return None
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT state FROM tree_state WHERE scope = ?", (scope,)
+                ).fetchone()
+            except sqlite3.Error:
+                return None
+        return None if row is None else bytes(row[0])
+
+    def remember_tree_state(self, scope: str, state: bytes, recorded_ns: int) -> None:
+        """Replace the state of `scope`; only the `TREE_STATES_KEPT` newest scopes stay."""
+        if self._db is None:
+            return
+        with self._lock:
+            try:
+                with self._db:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO tree_state VALUES (?, ?, ?)",
+                        (scope, recorded_ns, state),
+                    )
+                    self._db.execute(
+                        "DELETE FROM tree_state WHERE scope NOT IN (SELECT scope FROM"
+                        " tree_state ORDER BY recorded_ns DESC LIMIT ?)",
+                        (TREE_STATES_KEPT,),
                     )
             except sqlite3.Error:
                 return

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
+import xxhash
 from pydantic import ValidationError
 
 from agevalx.cache import layout
@@ -26,7 +27,7 @@ from agevalx.cache.errors import CacheError
 from agevalx.cache.locking import CacheLock
 from agevalx.cache.manifest import ActionManifest, RefFile, TreeEntry, TreeManifest
 from agevalx.cache.statcache import StatCache
-from agevalx.cache.streams import pump, write_all
+from agevalx.cache.streams import CHUNK, pump, write_all
 from agevalx.cache.tree import HASH_WORKERS, hash_tree
 from agevalx.hashing import digest_bytes
 
@@ -135,6 +136,22 @@ class CacheStore:
                 staging.commit(dest, OBJECT_MODE)
         return digest
 
+    def put_stream(self, read: Callable[[int], bytes]) -> tuple[str, int]:
+        """Store what `read(n)` returns until it returns b"" as a blob, hashing while
+        copying; the digest and the number of bytes."""
+        hasher = xxhash.xxh3_128()
+        total = 0
+        with self.in_use(), staged(self.tmp) as staging:
+            while chunk := read(CHUNK):
+                hasher.update(chunk)
+                staging.write(chunk)
+                total += len(chunk)
+            digest = str(hasher.hexdigest())
+            dest = layout.object_path(self.root, digest)
+            if not dest.exists():
+                staging.commit(dest, OBJECT_MODE)
+        return digest, total
+
     def has_blob(self, digest: str) -> bool:
         return os.path.isfile(layout.sharded_name(self._objects, digest))
 
@@ -216,13 +233,17 @@ class CacheStore:
         *,
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
+        transient: bool = False,
     ) -> TreeManifest:
         """Store every file under `src` and its manifest; return the manifest.
 
         Symlinks are recorded, never followed. Raises `cache_source_changed` if a file
-        changes between hashing and copying.
+        changes between hashing and copying. A `transient` tree is a scratch copy deleted
+        next (extracted from a container): every file is new, so the stat cache is neither
+        asked nor told about it.
         """
-        manifest = hash_tree(src, include=include, exclude=exclude, stat_cache=self.stat_cache)
+        stat_cache = None if transient else self.stat_cache
+        manifest = hash_tree(src, include=include, exclude=exclude, stat_cache=stat_cache)
         with self.in_use():
             by_digest = {_digest(entry): entry for entry in manifest.files()}
             missing = [entry for digest, entry in by_digest.items() if not self.has_blob(digest)]

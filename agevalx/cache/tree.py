@@ -163,11 +163,12 @@ def hash_file(path: str, walked: os.stat_result | None = None) -> Hashed:
 
 
 def _same_state(first: os.stat_result, second: os.stat_result) -> bool:
-    return (first.st_dev, first.st_ino, first.st_size, first.st_mtime_ns) == (
+    return (first.st_dev, first.st_ino, first.st_size, first.st_mtime_ns, first.st_ctime_ns) == (
         second.st_dev,
         second.st_ino,
         second.st_size,
         second.st_mtime_ns,
+        second.st_ctime_ns,
     )
 
 

@@ -14,6 +14,7 @@ from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer
 from agevalx.graph.keys import node_key
 from agevalx.graph.rules import load_rules
 from agevalx.hashing import digest_json
+from agevalx.runner.incremental import take_trees
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,30 @@ class Snapshot:
     workspace: str
     home: str
     size: int
+    files_read: int = 0
+    """Files copied out of the container to take it (the others were unchanged)."""
+    bytes_read: int = 0
 
 
 def snapshot(
-    container: AttemptContainer, store: CacheStore, roots: SnapshotRoots = SnapshotRoots()
+    container: AttemptContainer,
+    store: CacheStore,
+    roots: SnapshotRoots = SnapshotRoots(),
+    *,
+    incremental: bool = True,
 ) -> Snapshot:
-    with tempfile.TemporaryDirectory(prefix="ageval-snapshot-") as scratch:
-        workspace, home = Path(scratch) / "workspace", Path(scratch) / "home"
-        container.get_directory(roots.workspace, workspace)
-        container.get_directory(roots.home, home)
-        stored_workspace = store.put_tree(workspace)
-        stored_home = store.put_tree(home)
+    """Store both directories as trees. Incrementally (the default), files unchanged since
+    this container's previous snapshot are not read again; the trees are the same as with
+    `incremental=False`, which re-reads everything (see `agevalx.runner.incremental`)."""
+    workspace, home = take_trees(
+        container, store, [roots.workspace, roots.home], incremental=incremental
+    )
     return Snapshot(
-        workspace=stored_workspace.digest,
-        home=stored_home.digest,
-        size=stored_workspace.total_size + stored_home.total_size,
+        workspace=workspace.manifest.digest,
+        home=home.manifest.digest,
+        size=workspace.manifest.total_size + home.manifest.total_size,
+        files_read=workspace.files_read + home.files_read,
+        bytes_read=workspace.bytes_read + home.bytes_read,
     )
 
 

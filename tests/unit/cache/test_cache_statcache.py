@@ -105,3 +105,33 @@ def test_unusable_database_behaves_as_empty(files: Path, tmp_path: Path) -> None
     with StatCache(broken) as stat_cache:
         assert stat_cache.lookup((files / "one.txt").stat()) is None
         assert hash_tree(files, stat_cache=stat_cache) == hash_tree(files)
+
+
+def test_same_size_rewrite_in_place_with_its_mtime_restored_is_rehashed(
+    files: Path, stat_cache: StatCache
+) -> None:
+    """Inode, size and mtime all as recorded (as for an extracted file that landed in a
+    deleted file's inode with that file's size and archive mtime): the ctime tells."""
+    target = files / "one.txt"
+    before = hash_tree(files, stat_cache=stat_cache)
+    st = target.stat()
+    with target.open("r+b") as handle:
+        handle.write(b"C" * st.st_size)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = target.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+    )
+    assert hash_tree(files, stat_cache=stat_cache) == hash_tree(files) != before
+
+
+def test_transient_trees_are_neither_looked_up_nor_recorded(tmp_path: Path, files: Path) -> None:
+    from agevalx.cache.store import CacheStore
+
+    with CacheStore(tmp_path / "cache") as store:
+        store.put_tree(files, transient=True)
+        assert all(store.stat_cache.lookup(path.stat()) is None for path in files.rglob("*.txt"))
+        store.put_tree(files)
+        assert all(store.stat_cache.lookup(path.stat()) for path in files.rglob("*.txt"))

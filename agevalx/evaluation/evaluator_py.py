@@ -15,8 +15,10 @@ evaluate_host's user (root when none is set). /tmp is a tmpfs of evaluation.tmpf
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import shlex
+import tarfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -134,16 +136,12 @@ def evaluate_in(
 
     The container must have `runtime` mounted (or be a host whose python3 it is)."""
     private = f"/.ageval-eval-{uuid.uuid4().hex}"
-    container.root_exec(f"mkdir -m 700 {private}")
-    container.put_directory(task_dir, f"{private}/task")
     context = _context_document(lock, run, private, runtime)
-    container.put_files(
-        private,
-        {
-            "evaluate.py": (RUNNER.read_bytes(), 0o644),
-            "context.json": (json.dumps(context).encode(), 0o644),
-        },
-    )
+    files = {
+        "evaluate.py": (RUNNER.read_bytes(), 0o644),
+        "context.json": (json.dumps(context).encode(), 0o644),
+    }
+    container.put_archive("/", evaluation_archive(private, task_dir, files))
     if user:
         container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
@@ -187,6 +185,25 @@ def evaluate_in(
     return document
 
 
+def evaluation_archive(private: str, task_dir: Path, files: dict[str, tuple[bytes, int]]) -> bytes:
+    """One tar to extract at `/`: the directory `private` (mode 700, root's), the task's files
+    in its `task/` (symlinks kept as links) and `files` beside them. It makes the directory
+    and fills it in one copy; its random name means nothing the agent left is written
+    through."""
+    root = private.strip("/")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        top = tarfile.TarInfo(root)
+        top.type, top.mode = tarfile.DIRTYPE, 0o700
+        archive.addfile(top)
+        archive.add(task_dir, arcname=f"{root}/task", recursive=True)
+        for name, (content, mode) in sorted(files.items()):
+            info = tarfile.TarInfo(f"{root}/{name}")
+            info.size, info.mode = len(content), mode
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
 class EvaluatorPy(Verifier):
     """Scores with the task's evaluator.py in a container of the attempt's final filesystem,
     or in an isolated scoring host."""
@@ -211,13 +228,19 @@ class EvaluatorPy(Verifier):
                 environment=(*spec.environment, *fence.environment),
             )
         try:
-            return self._verify_in(session, spec, runtime, started)
+            return self._verify_in(session, spec, runtime, started, fenced=fence is not None)
         finally:
             if fence is not None:
                 fence.close()
 
     def _verify_in(
-        self, session: ScoringSession, spec: ContainerSpec, runtime: Python, started: float
+        self,
+        session: ScoringSession,
+        spec: ContainerSpec,
+        runtime: Python,
+        started: float,
+        *,
+        fenced: bool,
     ) -> EvaluationResult:
         container = session.scoring_container(spec)
         hosts = None
@@ -228,7 +251,7 @@ class EvaluatorPy(Verifier):
             document = evaluate_in(
                 container, session.task_dir, session.lock, session.run, runtime, spec.user, hosts
             )
-        finally:
-            session.discard(container)
+        finally:  # a fence's network goes only once its container is gone
+            session.discard(container, later=not fenced)
         document["seconds"] = round(time.monotonic() - started, 3)
         return checked(document)

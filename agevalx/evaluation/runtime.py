@@ -21,15 +21,18 @@ import fcntl
 import json
 import posixpath
 import re
+import shlex
 import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from docker.errors import DockerException, ImageNotFound
+
 from agevalx.agents.bundles import bundles_dir
 from agevalx.environments.container import AttemptContainer, ContainerSpec
-from agevalx.environments.engine import EnvironmentFailure, client, image_exists
+from agevalx.environments.engine import EnvironmentFailure, client
 from agevalx.fsutil import atomic_write
 from agevalx.hashing import digest_json
 
@@ -37,8 +40,8 @@ MOUNT = "/opt/ageval/python"
 """Where scoring containers get the runtime (read-only)."""
 SOURCE_IMAGES = ("ageval/base:bookworm", "python:3.12-slim-bookworm")
 """Where the runtime is taken from, the first one present (or pullable)."""
-LAYOUT = 1
-"""Bumped when the bundle's layout changes."""
+LAYOUT = 2
+"""Bumped when the bundle's layout changes (2: the standard library is precompiled)."""
 MARKER = ".ageval-runtime.json"
 DROPPED = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3")
 """Standard-library packages an evaluator runner never needs."""
@@ -84,14 +87,15 @@ class EvaluatorRuntime:
         return {"PYTHONHOME": MOUNT, "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
 
 
-def _source_image() -> str:
+def _source_image() -> tuple[str, str]:
+    """The first source image present (or pullable) and its id."""
     for reference in SOURCE_IMAGES:
-        if image_exists(reference):
-            return reference
+        found = _image_id(reference)
+        if found is not None:
+            return reference, found
     for reference in SOURCE_IMAGES[1:]:
         with contextlib.suppress(Exception):
-            client().images.pull(reference)
-            return reference
+            return reference, str(client().images.pull(reference).id)
     raise EnvironmentFailure(
         "evaluator_runtime_unavailable",
         "no image to take the evaluator's Python from: "
@@ -99,6 +103,15 @@ def _source_image() -> str:
         + " are missing and cannot be pulled",
         hint="build the offline base image with: bash scripts/setup-docker.sh",
     )
+
+
+def _image_id(reference: str) -> str | None:
+    try:
+        return str(client().images.get(reference).id)
+    except ImageNotFound:
+        return None
+    except (DockerException, OSError) as exc:
+        raise EnvironmentFailure("docker_unavailable", f"the Docker engine failed: {exc}") from None
 
 
 @contextlib.contextmanager
@@ -111,8 +124,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def evaluator_runtime(cache_dir: Path | None = None) -> EvaluatorRuntime:
     """The runtime, extracted on first use (once per source image and machine)."""
-    source = _source_image()
-    image_id = str(client().images.get(source).id)
+    source, image_id = _source_image()
     key = digest_json({"layout": LAYOUT, "image": image_id})
     root = bundles_dir(cache_dir) / f"evaluator-python-{key}"
     marker = root / MARKER
@@ -142,6 +154,7 @@ def _extract(source: str, root: Path) -> str:
             )
         found = json.loads(probe.output.strip().splitlines()[-1])
         stdlib, version = str(found["stdlib"]), str(found["version"])
+        _precompile(container, stdlib)
         _copy_file(container, str(found["executable"]), root / "bin" / "python3", 0o755)
         container.get_directory(stdlib, root / "lib" / f"python{version}")
         for name in DROPPED:
@@ -153,6 +166,21 @@ def _extract(source: str, root: Path) -> str:
     finally:
         container.remove()
     return version
+
+
+def _precompile(container: AttemptContainer, stdlib: str) -> None:
+    """Compile the standard library by the runtime's own python3, before it is copied out:
+    the bundle is mounted read-only, so a module without its `.pyc` would be compiled again
+    by every evaluation (`typing`, `pathlib`, `ipaddress`: a third of a second). The `.pyc`
+    files are used without checking their source's time (the bundle never changes). A
+    module that does not compile is left to be compiled when imported, as before."""
+    dropped = "|".join(DROPPED)
+    container.exec(
+        f"python3 -m compileall -q -j 0 --invalidation-mode unchecked-hash "
+        f"-x '/({dropped})/' {shlex.quote(stdlib)}",
+        workdir="/",
+        user="root",
+    )
 
 
 def _shared_libraries(

@@ -230,10 +230,8 @@ class DockerSandbox(Sandbox):
     async def put_files(self, directory: str, files: Mapping[str, FileBlob]) -> None:
         archive = tar_bytes(directory, files)
         try:
-            container = await asyncio.to_thread(
-                self._docker_client().containers.get, self.container.id
-            )
-            ok = await asyncio.to_thread(container.put_archive, "/", archive)
+            api = self._docker_api()
+            ok = await asyncio.to_thread(api.put_archive, self.container.id, "/", archive)
         except Exception as exc:  # the docker SDK raises many kinds; all mean the same here
             raise AgentError(
                 "sandbox_copy_failed", f"cannot copy files into {directory}: {exc}"
@@ -241,11 +239,31 @@ class DockerSandbox(Sandbox):
         if not ok:
             raise AgentError("sandbox_copy_failed", f"docker refused the copy into {directory}")
 
-    def _docker_client(self) -> Any:
-        if self._client is None:
-            import docker
+    async def shell(self) -> str:
+        """`bash` when the container has it, else `sh`: asked through the engine's API, which
+        spares the probe a `docker` client process."""
+        return await asyncio.to_thread(self._probe_shell)
 
-            self._client = docker.from_env()
+    def _probe_shell(self) -> str:
+        from agevalx.environments.container import exec_exit_code
+
+        api = self._docker_api()
+        try:
+            exec_id = api.exec_create(
+                self.container.id, ["sh", "-c", _HAS_BASH], user=self.container.user or ""
+            )["Id"]
+            api.exec_start(exec_id)
+            code = exec_exit_code(api, exec_id)
+        except Exception as exc:  # the docker SDK raises many kinds; all mean the same here
+            raise AgentError("sandbox_exec_failed", f"cannot probe the shell: {exc}") from exc
+        return "bash" if code == 0 else "sh"
+
+    def _docker_api(self) -> Any:
+        """The process's Docker client (one connection pool for every attempt)."""
+        if self._client is None:
+            from agevalx.environments.engine import client
+
+            self._client = client().api
         return self._client
 
 

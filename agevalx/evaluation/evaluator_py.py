@@ -36,12 +36,10 @@ from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
-from agevalx.evaluation.runtime import EvaluatorRuntime, evaluator_runtime
+from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
 from agevalx.lockfile.models import TaskLock
-
-RUNNER = Path(__file__).with_name("runner_script.py")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ image, which are as trustworthy as the image after the agent ran (docs/security.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fcntl
 import json
@@ -36,6 +37,7 @@ from agevalx.environments.engine import EnvironmentFailure, client
 from agevalx.fsutil import atomic_write
 from agevalx.hashing import digest_json
 
+RUNNER = Path(__file__).with_name("runner_script.py")
 MOUNT = "/opt/ageval/python"
 """Where scoring containers get the runtime (read-only)."""
 SOURCE_IMAGES = ("ageval/base:bookworm", "python:3.12-slim-bookworm")
@@ -154,7 +156,7 @@ def _extract(source: str, root: Path) -> str:
             )
         found = json.loads(probe.output.strip().splitlines()[-1])
         stdlib, version = str(found["stdlib"]), str(found["version"])
-        _precompile(container, stdlib)
+        _precompile(container)
         _copy_file(container, str(found["executable"]), root / "bin" / "python3", 0o755)
         container.get_directory(stdlib, root / "lib" / f"python{version}")
         for name in DROPPED:
@@ -168,19 +170,35 @@ def _extract(source: str, root: Path) -> str:
     return version
 
 
-def _precompile(container: AttemptContainer, stdlib: str) -> None:
-    """Compile the standard library by the runtime's own python3, before it is copied out:
-    the bundle is mounted read-only, so a module without its `.pyc` would be compiled again
+def runner_imports() -> list[str]:
+    """The modules the evaluator's runner imports (its top-level `import`s)."""
+    tree = ast.parse(RUNNER.read_text(encoding="utf-8"))
+    names: list[str] = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            names += [alias.name for alias in statement.names]
+        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+            names.append(statement.module)
+    return sorted(set(names))
+
+
+def _precompile(container: AttemptContainer) -> None:
+    """Compile, by the runtime's own python3 before it is copied out, every module the runner
+    loads: the bundle is mounted read-only, so a module without its `.pyc` is compiled again
     by every evaluation (`typing`, `pathlib`, `ipaddress`: a third of a second). The `.pyc`
-    files are used without checking their source's time (the bundle never changes). A
-    module that does not compile is left to be compiled when imported, as before."""
-    dropped = "|".join(DROPPED)
-    container.exec(
-        f"python3 -m compileall -q -j 0 --invalidation-mode unchecked-hash "
-        f"-x '/({dropped})/' {shlex.quote(stdlib)}",
-        workdir="/",
-        user="root",
+    files are used without checking their source's time (the bundle never changes); other
+    modules an evaluator imports are compiled when imported, as before."""
+    script = (
+        "import importlib, importlib.util, py_compile, sys\n"
+        f"for name in {runner_imports()!r}: importlib.import_module(name)\n"
+        "mode = py_compile.PycInvalidationMode.UNCHECKED_HASH\n"
+        "for module in list(sys.modules.values()):\n"
+        "    path = getattr(module, '__file__', None) or ''\n"
+        "    if path.endswith('.py'):\n"
+        "        target = importlib.util.cache_from_source(path)\n"
+        "        py_compile.compile(path, target, doraise=False, invalidation_mode=mode)\n"
     )
+    container.exec(f"python3 -c {shlex.quote(script)}", workdir="/", user="root")
 
 
 def _shared_libraries(

@@ -239,24 +239,30 @@ class DockerSandbox(Sandbox):
         if not ok:
             raise AgentError("sandbox_copy_failed", f"docker refused the copy into {directory}")
 
-    async def shell(self) -> str:
-        """`bash` when the container has it, else `sh`: asked through the engine's API, which
-        spares the probe a `docker` client process."""
-        return await asyncio.to_thread(self._probe_shell)
+    async def _run_now(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin_data: bytes | None = None,
+        timeout: float = COMMAND_TIMEOUT,
+    ) -> CommandResult:
+        """A helper command without input runs through the engine's API, which spares it a
+        `docker` client process; one with input (a file write) goes through `docker exec -i`."""
+        if stdin_data is not None:
+            return await super()._run_now(argv, stdin_data=stdin_data, timeout=timeout)
+        return await asyncio.wait_for(asyncio.to_thread(self._exec, list(argv)), timeout)
 
-    def _probe_shell(self) -> str:
+    def _exec(self, argv: list[str]) -> CommandResult:
         from agevalx.environments.container import exec_exit_code
 
         api = self._docker_api()
         try:
-            exec_id = api.exec_create(
-                self.container.id, ["sh", "-c", _HAS_BASH], user=self.container.user or ""
-            )["Id"]
-            api.exec_start(exec_id)
-            code = exec_exit_code(api, exec_id)
-        except Exception as exc:  # the docker SDK raises many kinds; all mean the same here
-            raise AgentError("sandbox_exec_failed", f"cannot probe the shell: {exc}") from exc
-        return "bash" if code == 0 else "sh"
+            exec_id = api.exec_create(self.container.id, argv, user=self.container.user or "")
+            stdout, stderr = api.exec_start(exec_id["Id"], demux=True)
+            code = exec_exit_code(api, exec_id["Id"])
+        except Exception as exc:  # the engine refused (no such container...): as `docker exec`
+            return CommandResult(1, b"", f"docker exec failed: {exc}".encode())
+        return CommandResult(code, stdout or b"", stderr or b"")
 
     def _docker_api(self) -> Any:
         """The process's Docker client (one connection pool for every attempt)."""

@@ -1,6 +1,6 @@
 """Job benchmark: a dataset of trivial oracle tasks run with -k 3 at several concurrencies,
-then a fully cached re-run. Prints attempts per minute, scaling against concurrency 1, and
-the cached re-run time.
+then a fully cached re-run. Prints attempts per minute, scaling against concurrency 1 (beside
+the same scaling of raw `docker run --rm` calls, the engine's own), and the cached re-run time.
 
     .venv/bin/python benchmarks/bench_jobs.py [--tasks 50] [-k 3] [--concurrency 1,2,4]
 
@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,23 @@ def check(document: dict[str, Any], attempts: int, computed_runs: int) -> None:
         raise SystemExit(f"unexpected outcome: {statuses.count('PASS')} PASS, {computed} computed")
 
 
+SCALING_GOAL = 1.8
+"""Attempts per minute at concurrency 4 over concurrency 1 wanted (issue 19)."""
+
+
+def raw_docker(calls: int, workers: int) -> float:
+    """Seconds for `calls` raw `docker run --rm` of the base image, `workers` at a time."""
+    command = ["docker", "run", "--rm", "ageval/base:bookworm", "true"]
+
+    def one(_: int) -> None:
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, range(calls)))
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=50)
@@ -105,6 +123,14 @@ def main() -> None:
                 f"concurrency {workers}: {elapsed:7.1f} s  {rates[workers]:6.1f} attempts/min  "
                 f"x{scale:.2f} vs concurrency {settings[0]}"
             )
+        raw = {workers: raw_docker(max(8, 2 * settings[-1]), workers) for workers in settings}
+        for workers in settings[1:]:
+            print(
+                f"raw docker run --rm at {workers}: x{raw[settings[0]] / raw[workers]:.2f} vs "
+                f"{settings[0]}; ageval x{rates[workers] / rates[settings[0]]:.2f}"
+                + (f" (goal x{SCALING_GOAL})" if workers == 4 else "")
+            )
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
         elapsed, document = ageval(
             cache, "run", str(dataset), "-k", str(args.k), "--agent", "oracle",
             "--max-concurrent", str(settings[-1]),

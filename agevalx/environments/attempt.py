@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agevalx.environments.compose import ComposeProject
-from agevalx.environments.container import AttemptContainer, ContainerSpec
+from agevalx.environments.container import AttemptContainer, ContainerSpec, in_background
 from agevalx.environments.egress import EgressFence
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.environments.gpus import check_gpus
@@ -113,6 +113,11 @@ class AttemptEnvironment:
             self.compose.down()
         if self.fence is not None:
             self.fence.close()
+
+    def close_later(self) -> None:
+        """`close` in the background, once nothing more is read from the environment (see
+        `container.in_background`)."""
+        in_background(self.close)
 
 
 def _with_compose(spec: ContainerSpec, compose: ComposeProject | None) -> ContainerSpec:

@@ -6,14 +6,18 @@ import contextlib
 import shlex
 import shutil
 import tarfile
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import docker
+from docker.models.containers import _create_container_args
 
 from agevalx.environments.archive import ChunkReader, extract_stream, tar_directory, tar_files
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
@@ -31,6 +35,8 @@ SESSION = uuid.uuid4().hex
 OUTPUT_LIMIT = 1 << 20
 """Bytes of a command's output kept (the last ones), and the default cap of `read_file`."""
 COPY_CHUNK = 1 << 20
+REMOVERS = 2
+"""Containers removed at once in the background (see `AttemptContainer.remove_later`)."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,7 @@ class AttemptContainer:
         before anything starts."""
         check_gpus(spec.gpus, spec.gpu_types, what=f"the {spec.name_hint or 'task'} container")
         try:
-            container = client().containers.run(**_run_arguments(spec))
+            container = _create_and_start(_run_arguments(spec))
         except docker.errors.APIError as exc:
             raise EnvironmentFailure(
                 "environment_start_failed", f"cannot start the container: {exc.explanation}"
@@ -202,7 +208,7 @@ class AttemptContainer:
                 kept = bounded_tail(stream, OUTPUT_LIMIT)
             finally:
                 stream.close()
-            exit_code = _exit_code(api, exec_id)
+            exit_code = exec_exit_code(api, exec_id)
         except docker.errors.APIError as exc:
             raise EnvironmentFailure(
                 "exec_failed", f"docker exec failed: {exc.explanation}"
@@ -243,7 +249,7 @@ class AttemptContainer:
         return str(exec_id), getattr(sock, "_sock", sock)
 
     def exit_code_of(self, exec_id: str) -> int:
-        return _exit_code(self._container.client.api, exec_id)
+        return exec_exit_code(self._container.client.api, exec_id)
 
     def put_directory(self, source: Path, destination: str) -> None:
         """Copy a host directory to `destination` (created; its parent must exist).
@@ -257,6 +263,10 @@ class AttemptContainer:
     def put_files(self, destination: str, files: dict[str, tuple[bytes, int]]) -> None:
         self.root_exec(f"mkdir -p {shlex.quote(destination)}")
         self._put(destination, tar_files(files))
+
+    def put_archive(self, parent: str, data: bytes) -> None:
+        """Extract a tar made by ageval at `parent` (an existing directory)."""
+        self._put(parent, data)
 
     def _put(self, parent: str, data: bytes) -> None:
         try:
@@ -339,10 +349,11 @@ class AttemptContainer:
         by this process (owner labels, see `owners`) plus `labels`. The reference and the id."""
         changes = [f"ENV {name}=" for name in blank]
         conf = {"Labels": {**owner_labels(), **(labels or {})}}
-        image = self._container.commit(changes=changes or None, conf=conf)
-        tag = str(image.id).removeprefix("sha256:")[:32]
-        image.tag(repository, tag=tag)
-        return f"{repository}:{tag}", str(image.id)
+        api = self._container.client.api
+        image_id = str(api.commit(self.id, changes=changes or None, conf=conf)["Id"])
+        tag = image_id.removeprefix("sha256:")[:32]
+        api.tag(image_id, repository, tag=tag)
+        return f"{repository}:{tag}", image_id
 
     def running(self) -> bool:
         try:
@@ -358,6 +369,10 @@ class AttemptContainer:
             pass
         except docker.errors.APIError:
             pass
+
+    def remove_later(self) -> None:
+        """`remove` in the background (see `in_background`)."""
+        in_background(self.remove)
 
 
 def bounded_tail(chunks: Iterable[bytes], limit: int) -> bytes:
@@ -381,7 +396,55 @@ def copy_bounded(source: IO[bytes], target: IO[bytes], limit: int | None) -> Non
         left -= len(chunk)
 
 
-def _exit_code(api: Any, exec_id: str) -> int:
+def _create_and_start(arguments: dict[str, Any]) -> Any:
+    """`containers.run(detach=True)` without its inspect of the new container: create (the
+    image pulled when the engine lacks it), start, and a model holding only the id (every
+    method used here needs no more; `running` reloads it)."""
+    engine = client()
+    create = _create_container_args({**arguments, "version": engine.api._version})
+    try:
+        created = engine.api.create_container(**create)
+    except docker.errors.ImageNotFound:
+        engine.images.pull(arguments["image"], platform=arguments.get("platform"))
+        created = engine.api.create_container(**create)
+    container = engine.containers.prepare_model({"Id": created["Id"]})
+    try:
+        engine.api.start(created["Id"])
+    except BaseException:
+        AttemptContainer(container).remove()
+        raise
+    return container
+
+
+_removals: set[Future[None]] = set()
+_removals_lock = threading.Lock()
+
+
+@cache
+def _remover() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=REMOVERS, thread_name_prefix="ageval-remove")
+
+
+def in_background(removal: Callable[[], None]) -> None:
+    """Run a removal in the background, for a caller done with what it removes and whose
+    result does not depend on the removal: the engine's kill and teardown then overlap with
+    the next step (scoring, the next attempt), at most `REMOVERS` at once.
+    `wait_for_removals` waits for all of them; `remove_session_containers` does so before it
+    looks for leftovers, so a run leaves nothing behind."""
+    with _removals_lock:
+        _removals.add(_remover().submit(removal))
+
+
+def wait_for_removals() -> None:
+    """Wait until every removal handed to `in_background` has ended (a failed one leaves its
+    container to `remove_session_containers` or to the owner sweep of a later run)."""
+    with _removals_lock:
+        pending = list(_removals)
+        _removals.clear()
+    wait(pending)
+
+
+def exec_exit_code(api: Any, exec_id: str) -> int:
     """The exit code of a finished exec (the engine may take a moment to record it)."""
     for _ in range(50):
         state = api.exec_inspect(exec_id)
@@ -415,7 +478,9 @@ def remove_leftover_containers(attempt: str, keep: str | None) -> None:
 
 
 def remove_session_containers() -> int:
-    """Remove every container this process started (after Ctrl-C or a crash)."""
+    """Remove every container this process started (after Ctrl-C or a crash), once the
+    background removals are done."""
+    wait_for_removals()
     removed = 0
     try:
         found = client().containers.list(all=True, filters={"label": f"{LABEL}.session={SESSION}"})

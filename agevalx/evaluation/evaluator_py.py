@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import json
 import shlex
+import tarfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -36,14 +38,12 @@ from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import AgevalError
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
-from agevalx.evaluation.runtime import EvaluatorRuntime, evaluator_runtime
+from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
 from agevalx.gateway.attempt import AttemptRoutes, judge_environment
 from agevalx.gateway.server import shared_gateway
 from agevalx.lockfile.models import TaskLock
-
-RUNNER = Path(__file__).with_name("runner_script.py")
 
 
 @dataclass(frozen=True)
@@ -144,16 +144,12 @@ def evaluate_in(
 
     The container must have `runtime` mounted (or be a host whose python3 it is)."""
     private = f"/.ageval-eval-{uuid.uuid4().hex}"
-    container.root_exec(f"mkdir -m 700 {private}")
-    container.put_directory(task_dir, f"{private}/task")
     context = _context_document(lock, run, private, runtime)
-    container.put_files(
-        private,
-        {
-            "evaluate.py": (RUNNER.read_bytes(), 0o644),
-            "context.json": (json.dumps(context).encode(), 0o644),
-        },
-    )
+    files = {
+        "evaluate.py": (RUNNER.read_bytes(), 0o644),
+        "context.json": (json.dumps(context).encode(), 0o644),
+    }
+    container.put_archive("/", evaluation_archive(private, task_dir, files))
     if user:
         container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
@@ -196,6 +192,25 @@ def evaluate_in(
     document: dict[str, Any] = json.loads(raw)
     document["evaluator_output"] = result.output[-OUTPUT_TAIL:]
     return document
+
+
+def evaluation_archive(private: str, task_dir: Path, files: dict[str, tuple[bytes, int]]) -> bytes:
+    """One tar to extract at `/`: the directory `private` (mode 700, root's), the task's files
+    in its `task/` (symlinks kept as links) and `files` beside them. It makes the directory
+    and fills it in one copy; its random name means nothing the agent left is written
+    through."""
+    root = private.strip("/")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        top = tarfile.TarInfo(root)
+        top.type, top.mode = tarfile.DIRTYPE, 0o700
+        archive.addfile(top)
+        archive.add(task_dir, arcname=f"{root}/task", recursive=True)
+        for name, (content, mode) in sorted(files.items()):
+            info = tarfile.TarInfo(f"{root}/{name}")
+            info.size, info.mode = len(content), mode
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
 
 
 class EvaluatorPy(Verifier):
@@ -247,7 +262,9 @@ class EvaluatorPy(Verifier):
             profile = session.lock.binding.roles[role].model_dump(mode="json")
             environment = judge_environment(routes, role, profile)
         try:
-            return self._verify_in(session, spec, runtime, started, environment)
+            return self._verify_in(
+                session, spec, runtime, started, environment, fenced=fence is not None
+            )
         finally:
             if fence is not None:
                 fence.close()
@@ -259,6 +276,8 @@ class EvaluatorPy(Verifier):
         runtime: Python,
         started: float,
         environment: dict[str, str],
+        *,
+        fenced: bool,
     ) -> EvaluationResult:
         container = session.scoring_container(spec)
         hosts = None
@@ -276,8 +295,8 @@ class EvaluatorPy(Verifier):
                 hosts,
                 environment,
             )
-        finally:
-            session.discard(container)
+        finally:  # a fence's network goes only once its container is gone
+            session.discard(container, later=not fenced)
         document["seconds"] = round(time.monotonic() - started, 3)
         document.pop("usage", None)  # counted by the gateway, never taken from the evaluator
         return checked(document)

@@ -139,11 +139,16 @@ class ScoringSession:
             )
         return found
 
-    def discard(self, container: AttemptContainer) -> None:
-        """Remove a container before the session ends (e.g. between verification tries)."""
-        container.remove()
+    def discard(self, container: AttemptContainer, *, later: bool = False) -> None:
+        """Remove a container before the session ends (e.g. between verification tries);
+        `later`: in the background, once nothing is read from it any more and no network
+        waits for it to go (see `container.in_background`)."""
         if container in self._started:
             self._started.remove(container)
+        if later:
+            container.remove_later()
+        else:
+            container.remove()
 
     def close(self) -> None:
         for container in self._started:

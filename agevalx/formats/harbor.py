@@ -328,7 +328,7 @@ class HarborVerifier(Verifier):
             workdir = session.run.workdir or "/"
             return run_verifier(container, self.spec, workdir=workdir, trial_root=trials)
         finally:
-            session.discard(container)
+            session.discard(container, later=True)
 
     def _collect(self, session: ScoringSession, into: Path) -> None:
         source = self._attempt(session)

@@ -600,7 +600,7 @@ def _run_attempt(
             COMMITTED_REPOSITORY, blank=place.environment_names, labels=image_labels(context.store)
         )
     finally:
-        place.environment.close()
+        place.environment.close_later()  # committed: its removal overlaps with what follows
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)
     with context.store.in_use():
         outputs = {

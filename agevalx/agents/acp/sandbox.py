@@ -230,10 +230,8 @@ class DockerSandbox(Sandbox):
     async def put_files(self, directory: str, files: Mapping[str, FileBlob]) -> None:
         archive = tar_bytes(directory, files)
         try:
-            container = await asyncio.to_thread(
-                self._docker_client().containers.get, self.container.id
-            )
-            ok = await asyncio.to_thread(container.put_archive, "/", archive)
+            api = self._docker_api()
+            ok = await asyncio.to_thread(api.put_archive, self.container.id, "/", archive)
         except Exception as exc:  # the docker SDK raises many kinds; all mean the same here
             raise AgentError(
                 "sandbox_copy_failed", f"cannot copy files into {directory}: {exc}"
@@ -241,11 +239,37 @@ class DockerSandbox(Sandbox):
         if not ok:
             raise AgentError("sandbox_copy_failed", f"docker refused the copy into {directory}")
 
-    def _docker_client(self) -> Any:
-        if self._client is None:
-            import docker
+    async def _run_now(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin_data: bytes | None = None,
+        timeout: float = COMMAND_TIMEOUT,
+    ) -> CommandResult:
+        """A helper command without input runs through the engine's API, which spares it a
+        `docker` client process; one with input (a file write) goes through `docker exec -i`."""
+        if stdin_data is not None:
+            return await super()._run_now(argv, stdin_data=stdin_data, timeout=timeout)
+        return await asyncio.wait_for(asyncio.to_thread(self._exec, list(argv)), timeout)
 
-            self._client = docker.from_env()
+    def _exec(self, argv: list[str]) -> CommandResult:
+        from agevalx.environments.container import exec_exit_code
+
+        api = self._docker_api()
+        try:
+            exec_id = api.exec_create(self.container.id, argv, user=self.container.user or "")
+            stdout, stderr = api.exec_start(exec_id["Id"], demux=True)
+            code = exec_exit_code(api, exec_id["Id"])
+        except Exception as exc:  # the engine refused (no such container...): as `docker exec`
+            return CommandResult(1, b"", f"docker exec failed: {exc}".encode())
+        return CommandResult(code, stdout or b"", stderr or b"")
+
+    def _docker_api(self) -> Any:
+        """The process's Docker client (one connection pool for every attempt)."""
+        if self._client is None:
+            from agevalx.environments.engine import client
+
+            self._client = client().api
         return self._client
 
 

@@ -9,7 +9,6 @@ session); rewards, score, passed and the collected artifacts must match Harbor's
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -23,12 +22,12 @@ import pytest
 
 from agevalx.harbor import VerifierStatus
 from agevalx.harbor.scoring import AttemptScore, score_invalid, score_rewards
+from agevalx.testing.harbor import HarborUnavailable, install_harbor
+from agevalx.testing.harbor import run_offline as _run
 
 pytestmark = pytest.mark.integration
 
 DATASET = Path(__file__).parents[1] / "data" / "harbor"
-HARBOR_VERSION = os.environ.get("AGEVAL_HARBOR_VERSION", "0.26.0")
-VENV = Path.home() / ".cache" / "ageval-test" / "harbor-venv"
 INVALID_REWARD_ERRORS = {
     "RewardFileNotFoundError",
     "RewardFileEmptyError",
@@ -61,49 +60,12 @@ NO_BASH = "no-bash"
 (no reward); ageval falls back to `sh` (docs/harbor.md, differences)."""
 
 
-def _works(python: str) -> bool:
-    probe = "import sys, venv; sys.exit(sys.version_info < (3, 12))"
-    try:
-        return _run([python, "-c", probe], 60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-def _python312() -> str | None:
-    """A Python >= 3.12 that runs (pyenv shims of uninstalled versions do not)."""
-    candidates = [sys.executable, *(shutil.which(f"python3.{m}") for m in (14, 13, 12))]
-    candidates += sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.1[2-9]*/bin/python")))
-    return next((path for path in candidates if path and _works(path)), None)
-
-
-OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-"""Harbor sends telemetry and LiteLLM fetches a price list from GitHub unless told not to:
-tests reach no address but loopback, the project's containers and the package index."""
-
-
-def _run(argv: list[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    env = {**(kwargs.pop("env", None) or os.environ), **OFFLINE}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
-
-
 def _install_harbor() -> Path:
-    harbor = VENV / "bin" / "harbor"
-    marker = VENV / f".harbor-{HARBOR_VERSION}"
-    if harbor.exists() and marker.exists():
-        return harbor
-    python = _python312()
-    if python is None:
-        pytest.skip("Harbor needs Python >= 3.12 and none is installed on this machine")
-    shutil.rmtree(VENV, ignore_errors=True)
-    _run([python, "-m", "venv", str(VENV)], 300).check_returncode()
-    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
-    installed = _run([*pip, f"harbor=={HARBOR_VERSION}"], 900)
-    if installed.returncode != 0:
-        pytest.skip(f"cannot install harbor=={HARBOR_VERSION} from PyPI: {installed.stderr[-300:]}")
-    if shutil.which("docker") is None or _run(["docker", "compose", "version"], 60).returncode:
-        pytest.skip("Harbor's docker environment needs the `docker compose` v2 CLI plugin")
-    marker.touch()
-    return harbor
+    """The `harbor` program (see `agevalx.testing.harbor`); the test skips without it."""
+    try:
+        return install_harbor()
+    except HarborUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 def _files(root: Path) -> dict[str, bytes]:

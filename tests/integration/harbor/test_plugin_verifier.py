@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harbor.test_parity import VENV, _install_harbor, _run
+from agevalx.testing.harbor import VENV
+from tests.integration.harbor.test_parity import _install_harbor, _run
 
 pytestmark = pytest.mark.integration
 

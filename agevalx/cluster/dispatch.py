@@ -235,6 +235,7 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
             hint="use a remote the workers may write to",
         )
     ray = _import_ray()
+    _messages_to_stderr()
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, **_joining(address))
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -265,6 +266,22 @@ def _joining(address: str) -> dict[str, str]:
     joined as that address, since it is this driver's node too."""
     host = address.rpartition(":")[0]
     return {"_node_ip_address": host} if "://" not in address and host.startswith("127.") else {}
+
+
+def _messages_to_stderr() -> None:
+    """Ray's driver prints the cluster's error messages (a node marked dead, ...) on stdout,
+    which must carry only ageval's output (`--json`): send them to stderr."""
+    import ray._private.worker as driver
+
+    printing = getattr(driver, "print_to_stdstream", None)
+    if printing is None or getattr(printing, "ageval_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printing({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.ageval_stderr = True  # type: ignore[attr-defined]
+    driver.print_to_stdstream = to_stderr
 
 
 def _import_ray() -> Any:

@@ -13,6 +13,9 @@ import json
 import os
 import shlex
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +25,7 @@ from typing import Any
 import pytest
 
 from agevalx.cache.remote.s3server import CREDENTIALS, LocalS3Server
+from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
@@ -253,6 +257,42 @@ def test_cluster_without_a_remote_is_a_coded_usage_error(
 def _attempt_owner_pids() -> set[int]:
     found = client().api.containers(filters={"label": f"ageval.session={SESSION}"})
     return {int(c["Labels"][OWNER_PID]) for c in found if c["Labels"].get(OWNER_PID, "").isdigit()}
+
+
+def _worker_containers(cluster: LocalRayCluster) -> list[str]:
+    """Containers owned by a process of a worker node (whatever the session)."""
+    pids: set[int] = set()
+    for name in cluster.nodes:
+        if name != "head":
+            pids |= cluster.pids(name)
+    found = client().api.containers(all=True, filters={"label": OWNER_PID})
+    return [c["Id"] for c in found if int(c["Labels"][OWNER_PID] or 0) in pids]
+
+
+def test_ctrl_c_removes_every_worker_container_exits_130_and_keeps_finished_nodes(
+    cluster: LocalRayCluster, walk: Walk, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = job_dataset(tmp_path / "dataset")
+    driver = tmp_path / "driver"
+    add_remote(capsys, walk, driver)
+    command = [
+        str(Path(sys.executable).parent / "ageval"), "run", str(dataset), "-k", "2", "--fresh",
+        "--task", "echo-pass", "--task", "echo-again",
+        *remote_args(walk, driver), "--cluster", cluster.address, "--json",
+    ]  # fmt: skip
+    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not _worker_containers(cluster):
+        assert running.poll() is None and time.monotonic() < deadline, "no attempt started"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=120)
+    assert running.returncode == 130, err.decode(errors="replace")[-2000:]
+    assert _worker_containers(cluster) == []
+    with CacheStore(driver) as store:
+        kept = {action.kind for action in store.entries()}
+    assert "lock" in kept and "image" in kept  # finished nodes stay in the cache
 
 
 def test_killing_a_worker_mid_job_retries_its_attempt_once_elsewhere(

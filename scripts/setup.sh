@@ -28,7 +28,8 @@ stamp=.venv/.ageval-setup
 if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt "$stamp" ]; then
   "$python" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+  # ray: the cluster tests start a real local Ray cluster (`ageval run --cluster`).
+  .venv/bin/python -m pip install -q -e '.[dev,ray]' 2>&1 | grep -v '^WARNING: Location' || true
   .venv/bin/python -c 'import agevalx' 
   touch "$stamp"
 fi

@@ -196,6 +196,16 @@ def run(
     primary_metric: PrimaryMetricOption = None,
     attempt_strategy: AttemptStrategyOption = None,
     remote: RemoteOption = None,
+    cluster: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--cluster",
+            envvar="RAY_ADDRESS",
+            help="Run the Docker nodes on this Ray cluster (HOST:PORT of its head, or "
+            "ray://HOST:PORT); needs a shared remote (--remote). See docs/scale-out.md.",
+            show_default=False,
+        ),
+    ] = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -235,6 +245,7 @@ def run(
         fork=fork,
         checkpoint=checkpoint,
         harbor=harbor,
+        cluster=cluster or None,
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_layered_store(cache_dir, remote) as store:

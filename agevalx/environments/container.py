@@ -477,6 +477,13 @@ def remove_leftover_containers(attempt: str, keep: str | None) -> None:
             AttemptContainer(container).remove()
 
 
+def join_session(session: str) -> None:
+    """Label the containers this process starts from now on with `session` (a cluster worker
+    takes its driver's, so the driver's Ctrl-C finds them on every machine)."""
+    global SESSION
+    SESSION = session
+
+
 def remove_session_containers() -> int:
     """Remove every container this process started (after Ctrl-C or a crash), once the
     background removals are done."""

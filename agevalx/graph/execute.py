@@ -34,6 +34,9 @@ class NodeResult:
 
 
 Executor = Callable[[Node, "ExecutionContext"], NodeResult]
+Dispatch = Callable[[Node, "ExecutionContext"], ActionManifest]
+"""Computes one missing node and returns its stored action entry: `run_node` here, or a
+cluster's dispatcher running it on another machine."""
 
 
 @dataclass
@@ -45,6 +48,10 @@ class ExecutionContext:
     results: dict[str, ActionManifest] = field(default_factory=dict)
     """Action entries of finished nodes, by node id."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    placements: dict[str, str] = field(default_factory=dict)
+    """Where a dispatcher ran a node (a cluster's node id), by node id."""
+    retries: dict[str, str] = field(default_factory=dict)
+    """Why a dispatcher ran a node a second time (an infrastructure failure), by node id."""
 
     def parent_results(self, node: Node) -> list[ActionManifest]:
         with self.lock:
@@ -67,9 +74,17 @@ class NodeReport:
     error: AgevalError | None = None
     action: ActionManifest | None = None
     """The node's cached result, when it was reused or computed."""
+    ran_on: str | None = None
+    """The cluster node that computed it (None: this process)."""
+    retried: str | None = None
+    """Why it was computed a second time: the infrastructure failure of the first try."""
 
     def to_dict(self) -> dict[str, Any]:
         data = {**self.node.summary(), "outcome": self.outcome}
+        if self.ran_on is not None:
+            data["ran_on"] = self.ran_on
+        if self.retried is not None:
+            data["retried"] = self.retried
         if self.error is not None:
             data["error"] = self.error.to_dict()
         return data
@@ -107,7 +122,8 @@ def check_outputs(rule: Rule, result: NodeResult) -> None:
         )
 
 
-def _run_one(node: Node, context: ExecutionContext) -> ActionManifest:
+def run_node(node: Node, context: ExecutionContext) -> ActionManifest:
+    """Compute `node` in this process with its kind's executor and store its action entry."""
     rule = load_rules()[node.kind]
     executor = executor_for(rule)
     with context.store.in_use():
@@ -127,8 +143,10 @@ class _Scheduler:
         workers: int,
         on_progress: Callable[[NodeReport], None] | None,
         on_start: Callable[[Node], None] | None = None,
+        dispatch: Dispatch = run_node,
     ) -> None:
         self.context = context
+        self.dispatch = dispatch
         self.graph = context.plan.graph
         self.on_progress = on_progress
         self.on_start = on_start
@@ -173,23 +191,26 @@ class _Scheduler:
                 return
         if self.on_start is not None:
             self.on_start(node)
-        self.running[self.pool.submit(_run_one, node, self.context)] = name
+        self.running[self.pool.submit(self.dispatch, node, self.context)] = name
 
     def collect(self, future: Future[ActionManifest]) -> None:
         name = self.running.pop(future)
         node = self.graph.nodes[name]["node"]
+        with self.context.lock:
+            where = self.context.placements.get(name), self.context.retries.get(name)
         try:
             manifest = future.result()
         except AgevalError as exc:
-            self.finish(name, NodeReport(node, "failed", exc))
+            self.finish(name, NodeReport(node, "failed", exc, ran_on=where[0], retried=where[1]))
             return
         except Exception as exc:  # an executor bug must not take the whole job down
             error = AgevalError("node_failed", f"{type(exc).__name__}: {exc}")
-            self.finish(name, NodeReport(node, "failed", error))
+            self.finish(name, NodeReport(node, "failed", error, ran_on=where[0], retried=where[1]))
             return
         with self.context.lock:
             self.context.results[name] = manifest
-        self.finish(name, NodeReport(node, "computed", action=manifest))
+        report = NodeReport(node, "computed", action=manifest, ran_on=where[0], retried=where[1])
+        self.finish(name, report)
 
     def run(self) -> None:
         self.start_ready()
@@ -208,15 +229,16 @@ def execute(
     on_progress: Callable[[NodeReport], None] | None = None,
     on_interrupt: Callable[[], object] | None = None,
     on_start: Callable[[Node], None] | None = None,
+    dispatch: Dispatch = run_node,
 ) -> ExecutionReport:
     """Compute every missing node of `plan` with its kind's registered executor; reuse the
-    cached ones.
+    cached ones. `dispatch` computes one node (a cluster's runs some on other machines).
 
     On Ctrl-C, `on_interrupt` runs first (e.g. to remove containers, so that running
     executors fail fast), queued nodes are cancelled, and the interrupt propagates.
     """
     context = ExecutionContext(plan=plan, store=store)
-    scheduler = _Scheduler(context, workers, on_progress, on_start)
+    scheduler = _Scheduler(context, workers, on_progress, on_start, dispatch)
     try:
         scheduler.run()
     except KeyboardInterrupt:

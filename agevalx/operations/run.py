@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest
@@ -17,7 +19,7 @@ from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write, make_dirs
-from agevalx.graph.execute import ExecutionReport, NodeReport, execute
+from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
@@ -48,6 +50,9 @@ from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
 from agevalx.runner.recovery import read_attempt
 
+if TYPE_CHECKING:
+    from agevalx.cluster.dispatch import Cluster
+
 SAMPLE_FILE = ".ageval/sample"
 ARTIFACTS_DIR = "artifacts"
 
@@ -73,6 +78,8 @@ class RunRequest:
     """With fork: the cut point's seq (see `ageval checkpoints`)."""
     harbor: HarborOptions | None = None
     """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
+    cluster: str | None = None
+    """Run the Docker nodes on this Ray cluster (any address `ray.init` takes)."""
 
 
 @dataclass
@@ -169,9 +176,13 @@ def run(
             "dataset_required", "--resume and --fork need the dataset directory", field="DATASET"
         )
     attempts = check_resumable(request) if request.resume else None
-    with adopting(resumed_container(request) if request.resume else None):
+    with (
+        adopting(resumed_container(request) if request.resume else None),
+        _cluster(request, store) as cluster,
+    ):
         reaped = reap_orphans()
-        outcome = _run(request, store, attempts, _Callbacks(on_progress, on_start, on_plan))
+        callbacks = _Callbacks(on_progress, on_start, on_plan, cluster)
+        outcome = _run(request, store, attempts, callbacks)
     outcome.reaped = reaped
     outcome.job_ref = record_job(
         store,
@@ -238,6 +249,26 @@ class _Callbacks:
     on_progress: Callable[[NodeReport], None] | None
     on_start: Callable[[Node], None] | None
     on_plan: Callable[[Plan], None] | None
+    cluster: Cluster | None = None
+
+
+@contextmanager
+def _cluster(request: RunRequest, store: CacheStore) -> Iterator[Cluster | None]:
+    """The Ray cluster of `--cluster` (Ray is imported only then), else None."""
+    if request.cluster is None:
+        yield None
+        return
+    if request.resume:
+        raise UsageError(
+            "cluster_resume_unsupported",
+            "--resume continues an attempt in this machine's container; it cannot run on a cluster",
+            field="--cluster",
+            hint="resume without --cluster",
+        )
+    from agevalx.cluster.dispatch import connected
+
+    with connected(request.cluster, store) as cluster:
+        yield cluster
 
 
 def _execute(
@@ -247,14 +278,24 @@ def _execute(
     if callbacks.on_plan is not None:
         callbacks.on_plan(planned)
     workers = request.workers or dataset_of(planned).max_concurrent_tasks
+    cluster = callbacks.cluster
+    if cluster is not None:  # the workers' `docker` resources bound the concurrency
+        workers = request.workers or max(1, cluster.capacity)
+
+    def interrupted() -> None:
+        if cluster is not None:
+            cluster.interrupt()
+        remove_session_containers()
+
     try:
         return execute(
             planned,
             store,
             workers=workers,
             on_progress=callbacks.on_progress,
-            on_interrupt=remove_session_containers,
+            on_interrupt=interrupted,
             on_start=callbacks.on_start,
+            dispatch=cluster or run_node,
         )
     finally:
         remove_session_containers()
@@ -306,6 +347,7 @@ def _write_views(
     errors: dict[str, AgevalError] = {
         item.node.id: item.error for item in report.nodes if item.error is not None
     }
+    retried = {item.node.id: item.retried for item in report.nodes if item.retried is not None}
     root = planned.dataset.root
     forked = any("fork" in node.payload for node in planned.nodes() if node.kind == "run")
     for item in report.nodes:
@@ -322,7 +364,9 @@ def _write_views(
                 write_lock_view(root, item.node)
     results = []
     for task_id, attempt in attempts_of(planned):
-        result = attempt_result(planned, store, task_id, attempt, actions, outcomes, errors)
+        result = attempt_result(
+            planned, store, task_id, attempt, actions, outcomes, errors, retried
+        )
         run_action = actions.get(f"run:{task_id}#{attempt}")
         diagnostics = diagnostics_text(store, actions.get(f"evaluate:{task_id}#{attempt}"))
         write_attempt_views(root, store, result, run_action, diagnostics)

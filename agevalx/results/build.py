@@ -72,8 +72,10 @@ def attempt_result(
     actions: Mapping[str, ActionManifest],
     outcomes: Mapping[str, str],
     errors: Mapping[str, AgevalError],
+    retried: Mapping[str, str] | None = None,
 ) -> AttemptResult:
-    """The result of one attempt from its nodes' cached outputs or failures."""
+    """The result of one attempt from its nodes' cached outputs or failures; `retried` says
+    which nodes a cluster ran a second time, and why."""
     nodes = attempt_nodes(plan, task_id, attempt)
     lock = parse_lock(nodes[0].payload["lock"])
     run, evaluate = actions.get(nodes[2].id), actions.get(nodes[3].id)
@@ -88,7 +90,13 @@ def attempt_result(
         "agents": {role: bound.label for role, bound in roles.items()},
         "models": {role: (bound.model or {}).get("id") for role, bound in roles.items()},
         "nodes": [
-            NodeRef(id=n.id, kind=n.kind, key=n.key, outcome=outcomes.get(n.id, "blocked"))
+            NodeRef(
+                id=n.id,
+                kind=n.kind,
+                key=n.key,
+                outcome=outcomes.get(n.id, "blocked"),
+                retried=(retried or {}).get(n.id),
+            )
             for n in nodes
         ],
     }

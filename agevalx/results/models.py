@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from agevalx.results.usage import Cost, ModelUsage
 
@@ -41,6 +47,16 @@ class NodeRef(ResultModel):
     """Content key (xxh3-128)."""
     outcome: Literal["reused", "computed", "failed", "blocked"]
     """Whether this invocation computed it or reused it from the cache."""
+    retried: str | None = None
+    """Set when a cluster computed it a second time: the infrastructure failure (a worker or
+    machine lost) that ended the first try. Left out of result.json when unset."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_retry(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("retried") is None:
+            data.pop("retried", None)
+        return data
 
 
 class PublishedArtifact(ResultModel):

@@ -93,8 +93,10 @@ class RemoteStore:
         """Refuse every write (`remote_read_only`); lookups still work."""
         self.signing_key = signing_key
         """With a key, entries are signed on upload and only validly signed ones are read."""
+        self.options = dict(options or {})
+        """The fsspec storage options it was opened with (never credentials)."""
         self.stats = RemoteStats()
-        self.fs, self.base = _open_filesystem(url, dict(options or {}))
+        self.fs, self.base = _open_filesystem(url, dict(self.options))
         self._local = _is_local(self.fs)
         self._s3 = type(self.fs).__name__ == "S3FileSystem"
         self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="remote")

@@ -1,0 +1,145 @@
+"""What a cluster worker runs for one node: the node's context rebuilt from the shared remote,
+its executor run against this machine's Docker engine, its outputs uploaded create-only.
+
+The task carries the node, its ancestors (the lock document among them), the keys of its
+parents' entries and the digest of the dataset's tree; everything else comes from the remote
+through a cache of this machine (`$AGEVAL_CACHE_DIR`, else the default), each object
+re-hashed. Credentials and the signing key come from the worker's own environment, never from
+the task. The reply is the stored entry's digest (or a coded error), never the outputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from agevalx.cache.layered import LayeredStore
+from agevalx.cache.location import default_cache_dir
+from agevalx.cache.manifest import ActionManifest
+from agevalx.cache.remote.config import RemoteConfig
+from agevalx.cache.remote.entry import signing_key_from_env
+from agevalx.cache.remote.store import RemoteStore
+from agevalx.cluster.checkout import checkout
+from agevalx.environments.container import join_session
+from agevalx.errors import AgevalError
+from agevalx.formats.base import Dataset
+from agevalx.graph.execute import ExecutionContext, run_node
+from agevalx.graph.keys import AGEVAL_VERSION
+from agevalx.graph.nodes import Node
+from agevalx.graph.plan import Plan
+from agevalx.graph.registry import executor_for
+from agevalx.graph.rules import load_rules
+from agevalx.hashing import digest_bytes
+from agevalx.images.build import IMAGE_KINDS, image_still_present
+from agevalx.results.paths import attempt_dir, attempt_id
+
+CHECKOUTS_DIR = "ageval-checkouts"
+"""Beside the worker's cache: the dataset trees it restored, one directory per digest."""
+
+
+@dataclass(frozen=True)
+class NodeTask:
+    """Everything a worker needs to compute one node."""
+
+    node: Node
+    ancestors: list[Node]
+    """The node's ancestors (its parents, their parents, the task's lock)."""
+    edges: list[tuple[str, str]]
+    """The edges among the node and its ancestors."""
+    parents: dict[str, tuple[str, str]]
+    """The parents' entries, as (kind, key) by node id."""
+    dataset: Dataset
+    """The driver's dataset; its root is moved to this worker's checkout."""
+    tree: str
+    """Digest of the dataset's tree on the remote."""
+    remote: RemoteConfig
+    release: str
+    """The driver's ageval release: keys and outputs must be made by the same code."""
+    session: str
+    """The driver's container session label (its Ctrl-C removes what this task starts)."""
+
+
+def compute(task: NodeTask) -> dict[str, Any]:
+    """Compute the task's node here: `{"digest": <entry digest>, "seconds": <executor time>}`
+    or `{"error": {...}}`, with `ran_on`, this Ray node's id."""
+    import ray
+
+    here = {"ran_on": ray.get_runtime_context().get_node_id()}
+    try:
+        digest, seconds = _compute(task)
+        return {"digest": digest, "seconds": seconds, **here}
+    except AgevalError as exc:
+        return {"error": exc.to_dict(), **here}
+    except Exception as exc:  # an executor bug is the node's failure, as it is locally
+        message = f"{type(exc).__name__}: {exc}"
+        return {"error": {"code": "node_failed", "message": message}, **here}
+
+
+def _compute(task: NodeTask) -> tuple[str, float]:
+    if task.release != AGEVAL_VERSION:
+        raise AgevalError(
+            "cluster_release_mismatch",
+            f"this worker runs ageval {AGEVAL_VERSION}, the driver {task.release}",
+            hint="install the same ageval release on the driver and every worker",
+        )
+    join_session(task.session)
+    root = default_cache_dir()
+    remote = RemoteStore(
+        task.remote.url, options=task.remote.options, signing_key=signing_key_from_env()
+    )
+    store = LayeredStore(root, remote)
+    with store:
+        dataset = copy.copy(task.dataset)
+        dataset.root = checkout(store, remote, task.tree, root.parent / CHECKOUTS_DIR)
+        context = ExecutionContext(plan=_plan(task, dataset), store=store)
+        for name, (kind, key) in task.parents.items():
+            found = store.get_action(kind, key)
+            if found is None:
+                raise AgevalError(
+                    "cluster_input_missing",
+                    f"{name} ({kind} {key}) is not on remote {remote.location}",
+                    hint="the driver uploads every node it computes; check the remote's health",
+                )
+            context.results[name] = found
+        _ensure_images(task, context)
+        if task.node.kind == "run":  # a lost try's leftovers here are not this attempt's state
+            shutil.rmtree(attempt_dir(dataset.root, attempt_id(task.node)), ignore_errors=True)
+        failures = store.remote_stats.write_errors
+        started = time.perf_counter()
+        manifest = run_node(task.node, context)
+        seconds = time.perf_counter() - started
+        if store.remote_stats.write_errors > failures:
+            warnings = "; ".join(w.message for w in store.remote_stats.warnings)
+            raise AgevalError(
+                "cluster_upload_failed",
+                f"{task.node.id} was computed but not uploaded to {remote.location}",
+                hint=warnings or "check the remote and the worker's credentials",
+            )
+        return entry_digest(manifest), seconds
+
+
+def entry_digest(manifest: ActionManifest) -> str:
+    """What a worker returns and the driver checks: the digest of the entry's bytes."""
+    return digest_bytes(manifest.canonical_bytes())
+
+
+def _plan(task: NodeTask, dataset: Dataset) -> Plan:
+    graph = nx.DiGraph()
+    for node in [*task.ancestors, task.node]:
+        graph.add_node(node.id, node=node)
+    graph.add_edges_from(task.edges)
+    return Plan(dataset=dataset, graph=graph, task_ids=dataset.task_ids)
+
+
+def _ensure_images(task: NodeTask, context: ExecutionContext) -> None:
+    """Build the parent images this machine's engine lacks (another worker built them)."""
+    rules = load_rules()
+    for name, found in list(context.results.items()):
+        if found.kind in IMAGE_KINDS and not image_still_present(dict(found.meta)):
+            parent = context.plan.node(name)
+            executor_for(rules[parent.kind])(parent, context)

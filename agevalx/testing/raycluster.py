@@ -1,0 +1,230 @@
+"""A small Ray cluster on this machine, for tests, benchmarks and the scale-out walk-through.
+
+`LocalRayCluster` starts a head (`ray start --head --block`) and worker nodes, each its own
+process tree, all on 127.0.0.1 with ports the kernel picked and one temp directory of its
+own, so nothing else on this machine is touched: `stop()` ends exactly the processes it
+started (never `ray stop`, which ends every Ray process of the machine). Each worker node
+advertises `{"docker": N, "<name>": 1}` and gets its own environment (its cache directory),
+so a test can tell which node computed what and end one node mid-job (`kill`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+HOST = "127.0.0.2"
+"""The head's address. Ray replaces 127.0.0.1 (and localhost) in `--address` and
+`--node-ip-address` by the machine's routable address, but leaves the rest of 127.0.0.0/8
+alone: the head is 127.0.0.2, worker i is 127.0.0.(3+i), and nothing leaves loopback."""
+START_SECONDS = 90.0
+OBJECT_STORE_BYTES = 80 * 1024 * 1024
+"""Each node's object store: the replies are a few hundred bytes."""
+
+
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_raylet_start_wait_time_s": "180"}
+"""No usage reports; a slow start on a loaded 2-core machine is not a failure."""
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`, from the parent ids in /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text(errors="replace")
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class _Node:
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    descendants: set[int] = field(default_factory=set)
+
+
+class LocalRayCluster:
+    """A head and `workers` (name -> extra environment) with `docker` units each."""
+
+    def __init__(self, workers: dict[str, dict[str, str]], *, docker: int = 1) -> None:
+        self.workers = workers
+        self.docker = docker
+        self.temp = Path(tempfile.mkdtemp(prefix="agray-", dir="/tmp"))  # short: unix sockets
+        self.port = 0
+        self.nodes: dict[str, _Node] = {}
+
+    @property
+    def address(self) -> str:
+        """The head's `HOST:PORT`, what `--cluster` takes."""
+        return f"{HOST}:{self.port}"
+
+    def start(self) -> None:
+        port = free_port()
+        self.add_node(
+            "head", ["--head", f"--port={port}", f"--node-ip-address={HOST}", "--num-cpus=1"]
+        )
+        for index, (name, env) in enumerate(self.workers.items()):
+            resources = json.dumps({"docker": self.docker, name: 1})
+            worker = [
+                f"--address={self.address}",
+                f"--node-ip-address=127.0.0.{index + 3}",
+                "--num-cpus=1",
+                f"--resources={resources}",
+            ]
+            self.add_node(name, worker, env)
+
+    def add_node(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        """`ray start ARGS --block` with this cluster's own ports (and, for the head, its own
+        temp directory), then wait until the node is alive. Nodes start one at a time: on
+        one machine they share the head's session directory."""
+        log = self.temp / f"{name}.log"
+        ports = (
+            "--node-manager-port",
+            "--object-manager-port",
+            "--dashboard-agent-listen-port",
+            "--dashboard-agent-grpc-port",
+            "--metrics-export-port",
+            "--runtime-env-agent-port",
+        )
+        command = [
+            str(Path(sys.executable).parent / "ray"),
+            "start",
+            *(arg for arg in args if arg != "--block"),
+            "--block",
+            "--disable-usage-stats",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            *(f"{flag}={free_port()}" for flag in ports),
+        ]
+        if "--head" in args:
+            self.port = int(next(a for a in args if a.startswith("--port=")).split("=", 1)[1])
+            command += [
+                f"--temp-dir={self.temp / 'ray'}",
+                f"--ray-client-server-port={free_port()}",
+            ]
+            if not any(arg.startswith("--include-dashboard") for arg in args):
+                command.append("--include-dashboard=false")
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **RAY_ENV, **(env or {})},
+                start_new_session=True,
+            )
+        self.nodes[name] = _Node(name, process, log)
+        self.wait_for(len(self.nodes))
+
+    def wait_for(self, count: int) -> None:
+        """Wait until `count` nodes are alive (the head counts)."""
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            for node in self.nodes.values():
+                if node.process.poll() is not None:
+                    raise RuntimeError(f"ray node {node.name} exited: {self.log_tail(node.name)}")
+                self._note_descendants(node)
+            if self._alive_count() >= count:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"the Ray cluster did not start: {self.log_tail('head')}")
+
+    def _alive_count(self) -> int:
+        probe = (
+            "import ray,sys; ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2],"
+            " logging_level='ERROR');"
+            "print(sum(1 for n in ray.nodes() if n['Alive']))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe, self.address, HOST],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        lines = done.stdout.strip().splitlines()
+        return int(lines[-1]) if lines and lines[-1].isdigit() else 0
+
+    def log_tail(self, name: str) -> str:
+        try:
+            return self.nodes[name].log.read_text(errors="replace")[-2000:]
+        except (KeyError, OSError):
+            return ""
+
+    def _note_descendants(self, node: _Node) -> None:
+        node.descendants |= descendants(node.process.pid)
+
+    def pids(self, name: str) -> set[int]:
+        """The processes of node `name` now: its `ray start`, raylet, workers..."""
+        node = self.nodes[name]
+        self._note_descendants(node)
+        return {node.process.pid, *node.descendants}
+
+    def kill(self, name: str) -> None:
+        """End node `name` at once (SIGKILL to its whole process tree), as a machine dies."""
+        node = self.nodes[name]
+        self._note_descendants(node)
+        for pid in sorted({node.process.pid, *node.descendants}):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        node.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        """End every process this cluster started; remove its temp directory."""
+        for name in reversed(list(self.nodes)):
+            self._note_descendants(self.nodes[name])
+        for node in self.nodes.values():
+            if node.process.poll() is None:
+                node.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for node in self.nodes.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        for name in list(self.nodes):
+            self.kill(name)
+        self.nodes.clear()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+    def __enter__(self) -> LocalRayCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,74 @@
+"""The cluster's parts that need no Ray cluster: refusals, Ray kept out of plain imports, the
+dataset tree through a file:// remote, and the retried mark of result.json."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agevalx.cache.remote.store import RemoteStore
+from agevalx.cache.store import CacheStore
+from agevalx.cluster.checkout import checkout, publish_checkout
+from agevalx.cluster.dispatch import _joining, connected
+from agevalx.errors import UsageError
+from agevalx.results.models import NodeRef
+
+pytestmark = pytest.mark.unit
+
+
+def test_importing_the_cli_and_the_run_operation_imports_no_ray() -> None:
+    probe = (
+        "import sys, agevalx.cli, agevalx.operations.run, agevalx.cluster;"
+        "print('ray' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_a_cluster_without_a_remote_is_refused_before_ray_is_touched(tmp_path: Path) -> None:
+    with (
+        CacheStore(tmp_path) as store,
+        pytest.raises(UsageError) as raised,
+        connected("127.0.0.2:6380", store),
+    ):
+        pass
+    assert raised.value.code == "cluster_needs_remote"
+    assert raised.value.field == "--cluster" and "--remote" in (raised.value.hint or "")
+
+
+def test_a_loopback_head_is_joined_as_its_own_address() -> None:
+    assert _joining("127.0.0.2:6380") == {"_node_ip_address": "127.0.0.2"}
+    assert _joining("10.0.0.5:6379") == {}
+    assert _joining("ray://127.0.0.2:10001") == {}
+
+
+def test_a_workers_checkout_is_the_drivers_dataset_without_its_results(tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset"
+    (dataset / "tasks/a").mkdir(parents=True)
+    (dataset / "ageval.yaml").write_text("format: ageval.dataset/1\n")
+    (dataset / "tasks/a/run.py").write_text("def run(ctx): pass\n")
+    (dataset / ".ageval/runs").mkdir(parents=True)
+    (dataset / ".ageval/runs/result.json").write_text("{}")
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    with CacheStore(tmp_path / "driver") as driver, RemoteStore(f"file://{remote_dir}") as remote:
+        digest = publish_checkout(driver, remote, dataset)
+        assert publish_checkout(driver, remote, dataset) == digest
+        with CacheStore(tmp_path / "worker") as worker:
+            restored = checkout(worker, remote, digest, tmp_path / "checkouts")
+            assert checkout(worker, remote, digest, tmp_path / "checkouts") == restored
+    assert restored == tmp_path / "checkouts" / digest
+    assert (restored / "tasks/a/run.py").read_text() == "def run(ctx): pass\n"
+    assert (restored / "ageval.yaml").is_file() and not (restored / ".ageval").exists()
+
+
+def test_result_json_names_a_retry_only_when_there_was_one() -> None:
+    plain = NodeRef(id="run:a#0", kind="run", key="k", outcome="computed")
+    assert "retried" not in plain.model_dump_json()
+    lost = plain.model_copy(update={"retried": "infrastructure: WorkerCrashedError; ran again"})
+    assert '"retried":"infrastructure: WorkerCrashedError; ran again"' in lost.model_dump_json()
+    assert NodeRef.model_validate_json(lost.model_dump_json()).retried == lost.retried

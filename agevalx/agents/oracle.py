@@ -10,7 +10,6 @@ code are recorded as one `terminal` action; a non-zero exit is a result, not an 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 import posixpath
@@ -37,6 +36,7 @@ from agevalx.agents.base import (
     RecordedAction,
     WallTimeExceeded,
 )
+from agevalx.aio import run_sync
 
 OUTPUT_LIMIT = 1024 * 1024
 """Bytes of solve.sh output kept (the last ones)."""
@@ -80,7 +80,7 @@ class OracleExecutor:
         """Copy solution/ in, run solve.sh until it exits or the deadline passes."""
         if time.monotonic() >= invocation.deadline:
             raise WallTimeExceeded("the wall time was spent before the solution started")
-        return asyncio.run(self._invoke(invocation))
+        return run_sync(lambda: self._invoke(invocation))
 
     async def _invoke(self, invocation: Invocation) -> InvocationResult:
         layout = invocation.oracle or OracleLayout()

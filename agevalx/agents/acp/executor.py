@@ -55,6 +55,7 @@ from agevalx.agents.base import (
     InvocationResult,
     WallTimeExceeded,
 )
+from agevalx.aio import run_sync
 
 HANDSHAKE_TIMEOUT = 60.0
 """Seconds the agent has to answer `initialize` and `session/new`, each."""
@@ -99,7 +100,7 @@ class AcpExecutor:
         """Run one prompt turn of the role's agent; see the module docstring for failures."""
         if time.monotonic() >= invocation.deadline:
             raise WallTimeExceeded("the wall time was spent before the agent started")
-        return asyncio.run(self._invoke(invocation))
+        return run_sync(lambda: self._invoke(invocation))
 
     async def _invoke(self, invocation: Invocation) -> InvocationResult:
         recorder = Recorder(invocation)

@@ -37,7 +37,7 @@ def session_events(started: float) -> collections.Counter[str]:
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_two_containers_five_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_two_containers_seven_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -48,8 +48,10 @@ def test_a_fresh_attempt_uses_two_containers_five_execs_and_leaves_nothing(
     assert code == 0 and document["results"][0]["status"] == "PASS", document
     events = session_events(started)
     assert events["create"] == 2 and events["destroy"] == 2, events
-    # environment: mkdir; oracle: its shell, solve.sh; scoring: mkdir, the evaluator
-    assert events["exec_create"] == 5, events
+    # environment: mkdir; oracle: its shell, solve.sh; the checkpoint after the invocation and
+    # the final snapshot: one stat listing each (nothing changed in between, so no file is
+    # read again); scoring: mkdir, the evaluator
+    assert events["exec_create"] == 7, events
     # the oracle's solution/; the evaluator's files in one archive
     assert events["extract-to-dir"] == 2, events
     runtimes = list(bundles_dir(_isolated_cache).glob("evaluator-python-*/lib/python3.*"))

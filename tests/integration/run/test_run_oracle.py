@@ -159,6 +159,7 @@ def test_no_container_is_left_behind(copy_dataset, capsys) -> None:
     assert client().containers.list(all=True, filters=mine) == []
 
 
+@pytest.mark.serial  # checks that no compose container is left on the whole engine
 @pytest.mark.parametrize("task", ["sidecar", "shared-net"])
 def test_compose_sidecars_are_reachable_and_removed(copy_dataset, capsys, task) -> None:
     dataset = copy_dataset(RUNCASES)

@@ -14,7 +14,14 @@ echo "== unit tests"
 .venv/bin/pytest -q -m unit -n 2
 # Two workers, one test file each at a time; the tests that change engine-wide state (kill
 # ageval and resume, reap orphans, remove shared images) run alone afterwards.
+# Both phases run even when the first fails, so one run reports every failure.
 echo "== integration tests"
-.venv/bin/pytest -q -m "not unit and not serial" -n 2 --dist loadfile
+parallel=0
+.venv/bin/pytest -q -m "not unit and not serial" -n 2 --dist loadfile || parallel=$?
 echo "== integration tests that change engine-wide state"
-.venv/bin/pytest -q -m "not unit and serial"
+serial=0
+.venv/bin/pytest -q -m "not unit and serial" || serial=$?
+if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ]; then
+  echo "integration tests failed (parallel phase: exit $parallel, serial phase: exit $serial)" >&2
+  exit 1
+fi

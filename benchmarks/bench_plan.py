@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +26,7 @@ from agevalx.graph.execute import execute
 from agevalx.graph.registry import substituted
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.testing.placeholders import placeholder
+from agevalx.testing.processes import child_environment, time_command
 
 TASK_YAML = "format: ageval.task/1\ntask_id: {name}\nagent_profiles: [{{id: solver}}]\n"
 FILES = {
@@ -75,25 +74,6 @@ def fill_cache(dataset: Path, cache: Path, k: int) -> int:
 GOAL_SECONDS = 0.5
 
 
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def time_command(
-    command: list[str], env: dict[str, str], runs: int
-) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of `runs` new processes of `command`, after one warm-up."""
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)  # warm-up
-    walls, cpus = [], []
-    for _ in range(runs):
-        cpu, started = child_cpu(), time.perf_counter()
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-        walls.append(time.perf_counter() - started)
-        cpus.append(child_cpu() - cpu)
-    return walls, cpus
-
-
 def prepare(root: Path, tasks: int, k: int) -> tuple[Path, Path]:
     """The dataset and the filled cache under `root`, made unless a kept run left them."""
     dataset, cache, marker = root / "dataset", root / "cache", root / f"filled-{tasks}x{k}"
@@ -123,8 +103,7 @@ def main() -> None:
         root.mkdir(parents=True, exist_ok=True)
         dataset, cache = prepare(root, args.tasks, args.k)
         nodes = int((root / f"filled-{args.tasks}x{args.k}").read_text())
-        # An installed ageval has its bytecode compiled; so do the children (warm-up run).
-        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        env = child_environment()
         env["AGEVAL_CACHE_DIR"] = str(cache)
         ageval = str(Path(sys.executable).with_name("ageval"))
         print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")

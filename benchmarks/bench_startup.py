@@ -13,30 +13,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from agevalx.testing.processes import child_environment, time_command
 
 GOAL_SECONDS = 0.15
 
 
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(command: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
     """Median wall and median CPU seconds of `command` over `runs` new processes."""
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)  # warm-up
-    walls, cpus = [], []
-    for _ in range(runs):
-        cpu, started = child_cpu(), time.perf_counter()
-        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-        walls.append(time.perf_counter() - started)
-        cpus.append(child_cpu() - cpu)
+    walls, cpus = time_command(command, env, runs)
     return statistics.median(walls), statistics.median(cpus)
 
 
@@ -44,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env = child_environment()
     python = sys.executable
     ageval = str(Path(python).with_name("ageval"))
     commands = {

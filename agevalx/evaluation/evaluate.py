@@ -2,7 +2,8 @@
 
 The task's format picks the verifier (`TaskRuntime.verifier`: evaluator.py, a test script, a
 verifier class, a separate verifier environment); this executor only opens the scoring
-session the verifier works in and stores what it returns.
+session the verifier works in and stores what it returns, and the LLM judges' traffic
+(`judge-model.jsonl`, output `judge_model`) when the verifier had any.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from agevalx.cache.manifest import OutputRef
 from agevalx.evaluation.result import EvaluationResult, store_result
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import dataset_of
+from agevalx.gateway.recording import JUDGE_TRAFFIC, TrafficLog
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
 from agevalx.images.build import environment_image, reference_of
 from agevalx.lockfile.node import task_lock
 from agevalx.redaction import Redactor
-from agevalx.results.paths import attempt_id
+from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.output import RunOutput
 from agevalx.runner.snapshot import restore
 
@@ -85,10 +87,17 @@ def execute_evaluate(node: Node, context: ExecutionContext) -> NodeResult:
     runtime = dataset_of(context.plan).runtime(lock)
     verifier = runtime.verifier()
     session = scoring_session(node, context)
+    traffic = attempt_dir(context.plan.dataset.root, attempt_id(node)) / JUDGE_TRAFFIC
+    traffic.unlink(missing_ok=True)  # this evaluation's own, not an earlier one's
+    session.judge_traffic = TrafficLog(traffic, Redactor(runtime.secret_values()))
     try:
         result = masked(verifier.verify(session), runtime.secret_values())
     finally:
         session.close()
-    digest = store_result(context.store, result)
+    judged = context.store.put_file(traffic) if traffic.is_file() else context.store.put_bytes(b"")
+    outputs = {
+        "result": OutputRef(digest=store_result(context.store, result), type="blob"),
+        "judge_model": OutputRef(digest=judged, type="blob"),
+    }
     meta = {"status": result.status, "score": result.score}
-    return NodeResult(outputs={"result": OutputRef(digest=digest, type="blob")}, meta=meta)
+    return NodeResult(outputs=outputs, meta=meta)

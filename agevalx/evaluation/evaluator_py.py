@@ -42,6 +42,7 @@ from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runti
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
 from agevalx.gateway.attempt import AttemptRoutes, judge_environment
+from agevalx.gateway.recording import TrafficLog
 from agevalx.gateway.server import shared_gateway
 from agevalx.lockfile.models import TaskLock
 
@@ -220,7 +221,7 @@ class EvaluatorPy(Verifier):
     def verify(self, session: ScoringSession) -> EvaluationResult:
         session.check_collection()
         with contextlib.ExitStack() as stack:
-            routes = judge_routes(session.lock, stack)
+            routes = judge_routes(session.lock, stack, session.judge_traffic)
             result = self._verify(session, routes)
             usage = routes.summary()
             role = session.lock.task.evaluation.judge
@@ -302,14 +303,17 @@ class EvaluatorPy(Verifier):
         return checked(document)
 
 
-def judge_routes(lock: TaskLock, stack: contextlib.ExitStack) -> AttemptRoutes:
+def judge_routes(
+    lock: TaskLock, stack: contextlib.ExitStack, log: TrafficLog | None = None
+) -> AttemptRoutes:
     """The gateway route of this evaluation's LLM judge (`evaluation.judge`, when its role
-    has a model `base_url`), on the process's gateway until `stack` closes; else none."""
+    has a model `base_url`), on the process's gateway until `stack` closes, its traffic
+    recorded in `log`; else none."""
     role = lock.task.evaluation.judge
     bound = lock.binding.roles.get(role) if role is not None else None
     if role is None or bound is None or not bound.base_url:
         return AttemptRoutes.none()
     gateway = stack.enter_context(shared_gateway())
-    routes = AttemptRoutes(gateway, {role: bound.model_dump(mode="json")})
+    routes = AttemptRoutes(gateway, {role: bound.model_dump(mode="json")}, log)
     stack.callback(routes.close)
     return routes

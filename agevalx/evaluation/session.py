@@ -15,11 +15,15 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
 from agevalx.lockfile.models import TaskLock
 from agevalx.runner.collect import CollectFailure, place
+
+if TYPE_CHECKING:
+    from agevalx.gateway.recording import TrafficLog
 
 Restore = Callable[[AttemptContainer], None]
 """Puts an attempt's cached snapshots into a container of the task image."""
@@ -73,6 +77,9 @@ class ScoringSession:
     `scoring_host_unavailable`)."""
     collect_failure: CollectFailure | None = None
     """The collect entry that failed in the run stage: the evaluation is an ERROR."""
+    judge_traffic: TrafficLog | None = None
+    """Where the verifier's LLM judges' requests and responses are recorded
+    (`judge-model.jsonl`), if anywhere."""
     _started: list[AttemptContainer] = field(default_factory=list)
 
     def attempt_container(

@@ -1,4 +1,5 @@
-"""`model.jsonl`: every request and response through an attempt's gateway route.
+"""`model.jsonl`: every request and response through an attempt's gateway route
+(`judge-model.jsonl`: its evaluation's LLM judges').
 
 One JSON line per exchange, appended before the agent gets the end of its answer:
 `{"seq", "time", "role", "method", "path", "request_digest", "request", "status",
@@ -22,6 +23,9 @@ from agevalx.redaction import Redactor
 
 MODEL_TRAFFIC = "model.jsonl"
 """The file name, in `.ageval/runs/<attempt_id>/`."""
+JUDGE_TRAFFIC = "judge-model.jsonl"
+"""The evaluation's own file (its LLM judges' traffic), beside `model.jsonl`; stored in the
+evaluate node's outputs (`judge_model`), so a re-scoring from cache keeps it."""
 
 
 def _parsed(data: bytes) -> Any:

@@ -19,6 +19,7 @@ from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write, make_dirs
+from agevalx.gateway.recording import JUDGE_TRAFFIC
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
@@ -129,9 +130,18 @@ def write_attempt_views(
     result: AttemptResult,
     run: ActionManifest | None,
     diagnostics: str | None = None,
+    evaluation: ActionManifest | None = None,
 ) -> None:
-    """`.ageval/runs/<attempt_id>/`: result.json, activity and transcript, artifacts."""
+    """`.ageval/runs/<attempt_id>/`: result.json, activity and transcript, model traffic,
+    artifacts; the evaluation's judge traffic (judge-model.jsonl) from its cached outputs."""
     directory = make_dirs(attempt_dir(root, result.attempt_id))
+    if evaluation is not None:
+        judge = evaluation.outputs.get("judge_model")
+        traffic = store.get_bytes(judge.digest) if judge is not None else b""
+        if traffic:
+            atomic_write(directory / JUDGE_TRAFFIC, traffic)
+        else:  # no judge was called: no file (nor an earlier evaluation's)
+            (directory / JUDGE_TRAFFIC).unlink(missing_ok=True)
     if run is not None:
         views = (
             ("activity", "activity.jsonl"),
@@ -368,8 +378,9 @@ def _write_views(
             planned, store, task_id, attempt, actions, outcomes, errors, retried
         )
         run_action = actions.get(f"run:{task_id}#{attempt}")
-        diagnostics = diagnostics_text(store, actions.get(f"evaluate:{task_id}#{attempt}"))
-        write_attempt_views(root, store, result, run_action, diagnostics)
+        evaluation = actions.get(f"evaluate:{task_id}#{attempt}")
+        diagnostics = diagnostics_text(store, evaluation)
+        write_attempt_views(root, store, result, run_action, diagnostics, evaluation)
         kept = read_attempt(attempt_dir(root, result.attempt_id))
         if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)

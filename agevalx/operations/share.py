@@ -211,7 +211,11 @@ def write_job_views(dataset: Path, store: CacheStore, record: JobRecord) -> list
     for result in record.results:
         run_ref = next((n for n in result.nodes if n.kind == "run" and n.outcome in FINISHED), None)
         run = store.get_action("run", run_ref.key) if run_ref is not None else None
-        write_attempt_views(dataset, store, result, run)
+        eval_ref = next(
+            (n for n in result.nodes if n.kind == "evaluate" and n.outcome in FINISHED), None
+        )
+        evaluation = store.get_action("evaluate", eval_ref.key) if eval_ref is not None else None
+        write_attempt_views(dataset, store, result, run, evaluation=evaluation)
         if run is not None and _checkpoints_present(store, record, run):
             write_checkpoint_index(attempt_dir(dataset, result.attempt_id), store, run)
         written.append(result.attempt_id)

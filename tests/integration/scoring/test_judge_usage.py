@@ -4,7 +4,8 @@ containers and the mock model server on the host's loopback.
 The evaluator.py of tests/integration/data/judge calls the model with the variables ageval
 gives it; the tests prove it gets a per-evaluation gateway token (never the real key, which
 only the mock sees), that its usage is counted apart from the agents' in result.json,
-summary.json and the report, and that a scoring host behind `egress: llm` reaches the judge.
+summary.json and the report, that its traffic is in judge-model.jsonl, and that a scoring
+host behind `egress: llm` reaches the judge.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 
 from agevalx.agents.mockllm import PROMPT_TOKENS, MockLLM
 from agevalx.cli import main
+from agevalx.gateway.recording import JUDGE_TRAFFIC
 from agevalx.gateway.usage import load_prices
 
 DATASET = Path(__file__).parents[1] / "data" / "judge"
@@ -74,6 +76,11 @@ def test_the_judge_goes_through_the_gateway_and_is_counted_apart(
         assert judge["completion_tokens"] == words
         expected = (PROMPT_TOKENS * price.input + words * price.output) / 1e6
         assert judge["cost_usd"] == pytest.approx(expected)
+        traffic = (dataset / ".ageval/runs" / result["attempt_id"] / JUDGE_TRAFFIC).read_text()
+        (line,) = [json.loads(text) for text in traffic.splitlines()]
+        assert (line["role"], line["status"]) == ("judge", 200)
+        assert line["response"]["choices"][0]["message"]["content"] == stored["details"]["verdict"]
+        assert secret not in traffic
     (summary_path,) = (dataset / ".ageval/suite-runs").glob("*/summary.json")
     summary = json.loads(summary_path.read_text())
     assert summary["usage"] is None, "no agent used a model"

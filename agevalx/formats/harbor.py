@@ -11,6 +11,7 @@ separate verifier environment).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -18,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agevalx.agents.oracle import OracleLayout
 from agevalx.dataset.files import FileDigester
@@ -38,6 +39,7 @@ from agevalx.harbor.dataset import (
 )
 from agevalx.harbor.envvars import from_host
 from agevalx.harbor.images import image_workdir
+from agevalx.harbor.judges import VerifierJudge, verifier_judges
 from agevalx.harbor.options import HarborOptions
 from agevalx.harbor.outcomes import (
     VERIFIER_FAILED,
@@ -61,6 +63,10 @@ from agevalx.harbor.verifier import ORACLE_LOG, SOLVE_SCRIPT, healthcheck, run_v
 from agevalx.lockfile.binding import BindingRequest, bind_single_role
 from agevalx.lockfile.models import TaskLock
 from agevalx.runner.snapshot import SnapshotRoots
+
+if TYPE_CHECKING:
+    from agevalx.gateway.attempt import AttemptRoutes
+    from agevalx.gateway.recording import TrafficLog
 
 SANDBOX_RETRIES = 2
 """Further tries of a verification whose sandbox failed (Harbor's FATAL)."""
@@ -100,6 +106,7 @@ class HarborDataset(Dataset):
         self.check_task(task_id)
         binding = bind_single_role(self, self.binding, self.task_dir(task_id))
         spec = self.task_spec(task_id, templates=True)
+        verifier_judges(spec.verifier.env, str(spec.dir / "task.toml"))
         return harbor_lock(self, spec, binding, digester, self.options.dataset_name)
 
     def runtime(self, lock: TaskLock) -> TaskRuntime:
@@ -284,31 +291,54 @@ class HarborRuntime(TaskRuntime):
         collect_artifacts(container, self.spec, into)
 
     def verifier(self) -> Verifier:
-        return HarborVerifier(self.spec)
+        """Harbor's verifier; the model endpoints of its env (`agevalx.harbor.judges`) are
+        routed through the model gateway."""
+        written = self.dataset.task_spec(self.lock.task_id, templates=True)
+        return HarborVerifier(
+            self.spec, verifier_judges(written.verifier.env, str(written.dir / "task.toml"))
+        )
 
 
 class HarborVerifier(Verifier):
     """Harbor's verifier: tests/test.sh (or the job's verifier class) in a container of the
     attempt's final filesystem, or in a separate verifier environment that gets the attempt's
-    artifacts. A sandbox failure (FATAL) is tried again in new containers."""
+    artifacts. A sandbox failure (FATAL) is tried again in new containers.
 
-    def __init__(self, spec: HarborTaskSpec) -> None:
+    Its `judges` (model endpoints of the verifier env) are routed through the model gateway:
+    the verifier sees the gateway's URL and a per-evaluation token instead of the endpoint
+    and the real key; their usage is the result's `usage` (`evaluator_usage`), and an
+    upstream that never recovered makes the evaluation an ERROR, not a FAIL."""
+
+    def __init__(
+        self,
+        spec: HarborTaskSpec,
+        judges: list[VerifierJudge] | None = None,
+        gateway_port: int | None = None,
+    ) -> None:
         self.spec = spec
+        self.judges = judges or []
+        self.gateway_port = gateway_port
+        """The model gateway's port, relayed by an `egress: llm` fence of the scoring host."""
 
     def verify(self, session: ScoringSession) -> EvaluationResult:
         started = time.monotonic()
-        try:
-            outcome = verify_with_retries(lambda: self._verify_once(session))
-        except AgevalError:
-            raise
-        except Exception as exc:  # the verifier's code raised: ERROR, its traceback kept
-            outcome = VerifierOutcome(
-                status=VerifierStatus.ERROR,
-                code=VERIFIER_FAILED,
-                message=f"the verifier raised {type(exc).__name__}: {exc}"[:2000],
-                traceback="".join(traceback.format_exception(exc)),
-            )
-        return result_document(outcome, score_outcome(outcome), time.monotonic() - started)
+        with contextlib.ExitStack() as stack:
+            routes, spec = route_judges(self.spec, self.judges, stack, session.judge_traffic)
+            routed = HarborVerifier(spec, gateway_port=routes.gateway_port if routes else None)
+            try:
+                outcome = verify_with_retries(lambda: routed._verify_once(session))
+            except AgevalError:
+                raise
+            except Exception as exc:  # the verifier's code raised: ERROR, its traceback kept
+                outcome = VerifierOutcome(
+                    status=VerifierStatus.ERROR,
+                    code=VERIFIER_FAILED,
+                    message=f"the verifier raised {type(exc).__name__}: {exc}"[:2000],
+                    traceback="".join(traceback.format_exception(exc)),
+                )
+            seconds = time.monotonic() - started
+            result = result_document(outcome, score_outcome(outcome), seconds)
+            return judged(result, routes, timed_out=outcome.status == VerifierStatus.TIMEOUT)
 
     def _attempt(self, session: ScoringSession) -> AttemptContainer:
         spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
@@ -323,12 +353,30 @@ class HarborVerifier(Verifier):
                 lambda view: self._verifier_container(session, view),
                 trial_root=trials,
             )
-        container = self._attempt(session)
+        from agevalx.evaluation.evaluator_py import scoring_fence, scoring_network  # lazily
+
+        host = session.lock.binding.evaluate_host["environment_options"]
+        fence = scoring_fence(session.lock, session.attempt_id, self.gateway_port)
+        spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
+        if fence is not None:
+            spec = dataclasses.replace(
+                spec,
+                network=fence.network,
+                host_gateway=False,
+                environment=(*spec.environment, *fence.environment),
+            )
+        else:
+            spec = dataclasses.replace(spec, network=scoring_network(host))
         try:
-            workdir = session.run.workdir or "/"
-            return run_verifier(container, self.spec, workdir=workdir, trial_root=trials)
+            container = session.attempt_container(spec, full_filesystem=True)
+            try:
+                workdir = session.run.workdir or "/"
+                return run_verifier(container, self.spec, workdir=workdir, trial_root=trials)
+            finally:  # a fence's network goes only once its container is gone
+                session.discard(container, later=fence is None)
         finally:
-            session.discard(container, later=True)
+            if fence is not None:
+                fence.close()
 
     def _collect(self, session: ScoringSession, into: Path) -> None:
         source = self._attempt(session)
@@ -343,6 +391,62 @@ class HarborVerifier(Verifier):
         image = session.scoring_image("verifier")
         container = session.start(container_spec(view, image, f"verifier-{session.attempt_id}"))
         return container, view.workdir or image_workdir(image) or "/"
+
+
+def route_judges(
+    spec: HarborTaskSpec,
+    judges: list[VerifierJudge],
+    stack: contextlib.ExitStack,
+    log: TrafficLog | None,
+) -> tuple[AttemptRoutes | None, HarborTaskSpec]:
+    """A gateway route per judge, open until `stack` closes, its traffic recorded in `log`;
+    and `spec` with the verifier env pointing at them: `<P>BASE_URL` is the gateway's URL
+    (as the container sees the host; the bridge address for a verifier class, which runs on
+    the host) and `<P>API_KEY` the route's token. Without judges, no routes (None)."""
+    if not judges:
+        return None, spec
+    from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes  # the gateway, lazily
+    from agevalx.gateway.server import Upstream, shared_gateway
+
+    env = dict(spec.verifier.env)
+    file = str(spec.dir / "task.toml")
+    upstreams = [
+        (judge, Upstream(base_url=judge.endpoint(env, file), api_key=env.get(judge.key_name)))
+        for judge in judges
+    ]
+    gateway = stack.enter_context(shared_gateway())
+    routes = AttemptRoutes(gateway, {}, log)
+    stack.callback(routes.close)
+    host = None if spec.verifier.import_path is not None else CONTAINER_HOST
+    for judge, upstream in upstreams:
+        route = routes.add(judge.role, upstream)
+        env[judge.base_url_name] = gateway.base_url(route, host)
+        if judge.has_key:
+            env[judge.key_name] = route.token
+    verifier = spec.verifier.model_copy(update={"env": env})
+    return routes, spec.model_copy(update={"verifier": verifier})
+
+
+def judged(
+    result: EvaluationResult, routes: AttemptRoutes | None, *, timed_out: bool
+) -> EvaluationResult:
+    """`result` with its judges' usage; an ERROR (`model_upstream_unavailable`...) when a
+    judge's upstream failed, or was still failing when the verifier ran out of time."""
+    if routes is None:
+        return result
+    for role in routes.routes:
+        try:
+            routes.check(role, out_of_time=timed_out)
+        except AgevalError as exc:
+            result = EvaluationResult.failed(
+                exc.code,
+                exc.message,
+                evaluator_output=result.evaluator_output,
+                seconds=result.seconds,
+                details=result.details,
+            )
+            break
+    return EvaluationResult.model_validate({**result.model_dump(), "usage": routes.summary()})
 
 
 def verify_with_retries(

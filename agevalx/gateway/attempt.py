@@ -64,6 +64,15 @@ class AttemptRoutes:
                 answers = None if replay is None else replay.role(role)
                 self.routes[role] = gateway.register(upstream, recorder, answers)
 
+    def add(self, role: str, upstream: Upstream) -> Route:
+        """Register one more route, for `role`, to `upstream` (recorded in `log`)."""
+        if self.gateway is None:
+            raise RuntimeError("no gateway to route through")
+        recorder = None if self.log is None else self.log.recorder(role)
+        route = self.gateway.register(upstream, recorder)
+        self.routes[role] = route
+        return route
+
     @classmethod
     def none(cls) -> AttemptRoutes:
         """No gateway: every role's agent gets its profile as it is."""

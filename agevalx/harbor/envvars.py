@@ -60,6 +60,12 @@ def resolve_env(env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str,
     return resolved
 
 
+def is_template(value: str) -> bool:
+    """Whether a written env value is a `${NAME}` / `${NAME:-default}` template (a whole
+    value; Harbor takes `${NAME}-suffix` literally)."""
+    return _TEMPLATE.fullmatch(value) is not None
+
+
 def from_host(value: str, environ: Mapping[str, str]) -> bool:
     """Whether a written env value takes its value from the host: a whole-value template
     whose variable is set in `environ` (a `${NAME:-default}` falling back to its default is

@@ -128,9 +128,10 @@ def test_the_lock_holds_no_value_of_a_host_variable(
 ) -> None:
     monkeypatch.setenv("JUDGE_API_KEY", "sk-very-secret-value")
     make_task("demo")
+    variables = {"EVAL_BASE_URL": "https://judge.example/v1", "EVAL_API_KEY": "${JUDGE_API_KEY}"}
     options = HarborOptions.build(
-        env_params='{"evaluation_env_variables": {"EVAL_API_KEY": "${JUDGE_API_KEY}"}}'
-    )
+        env_params=json.dumps({"evaluation_env_variables": variables})
+    )  # a key needs its endpoint (agevalx.harbor.judges)
     planned = plan(PlanRequest(dataset=tmp_path / "dataset", binding=ORACLE, harbor=options), store)
     lock = planned.node("lock:demo").payload["lock"]
     assert "sk-very-secret-value" not in json.dumps(lock)

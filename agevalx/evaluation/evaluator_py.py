@@ -42,7 +42,6 @@ from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runti
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
 from agevalx.gateway.attempt import AttemptRoutes, judge_environment
-from agevalx.gateway.server import shared_gateway
 from agevalx.lockfile.models import TaskLock
 
 
@@ -309,6 +308,8 @@ def judge_routes(lock: TaskLock, stack: contextlib.ExitStack) -> AttemptRoutes:
     bound = lock.binding.roles.get(role) if role is not None else None
     if role is None or bound is None or not bound.base_url:
         return AttemptRoutes.none()
+    from agevalx.gateway.server import shared_gateway  # aiohttp: only a judge with a model
+
     gateway = stack.enter_context(shared_gateway())
     routes = AttemptRoutes(gateway, {role: bound.model_dump(mode="json")})
     stack.callback(routes.close)

@@ -53,7 +53,6 @@ from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.gateway.attempt import AttemptRoutes
 from agevalx.gateway.recording import MODEL_TRAFFIC, TrafficLog
-from agevalx.gateway.server import shared_gateway
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
@@ -91,7 +90,7 @@ class _Executors(dict[str, Executor]):
 
                 self[kind] = OracleExecutor()
             elif kind == "acp":
-                from agevalx.agents.acp import AcpExecutor
+                from agevalx.agents.acp.executor import AcpExecutor
 
                 self[kind] = AcpExecutor()
             else:
@@ -472,6 +471,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     with contextlib.ExitStack() as stack:
         routes = AttemptRoutes.none()
         if any(profile.get("base_url") for profile in profiles(lock).values()):
+            from agevalx.gateway.server import shared_gateway  # aiohttp: only runs with a model
+
             gateway = stack.enter_context(shared_gateway())
             runtime = dataset_of(context.plan).runtime(lock)
             directory = attempt_dir(context.plan.dataset.root, attempt_id(node))

@@ -88,3 +88,42 @@ def test_the_probe_sees_the_acp_sdk_once_an_acp_executor_is_taken(
 ) -> None:
     """The check can fail: taking the ACP executor imports the SDK it must not see before."""
     assert set(loaded(snapshots["acp"])) >= {"acp", "agevalx.agents.acp.executor"}
+
+
+PREFETCH_PROBE = """
+import json, sys, threading
+from agevalx.runner.stage import PREFETCH, prefetch_executors
+prefetch_executors({"oracle"})
+seen = {"oracle": "acp" in sys.modules or any(t.name == PREFETCH for t in threading.enumerate())}
+prefetch_executors({"oracle", "acp"})
+threads = [t for t in threading.enumerate() if t.name == PREFETCH]
+for thread in threads:
+    thread.join()
+seen["acp"] = len(threads) == 1 and "agevalx.agents.acp.executor" in sys.modules
+prefetch_executors({"acp"})  # imported already: no second thread
+seen["again"] = any(t.name == PREFETCH for t in threading.enumerate())
+print(json.dumps(seen))
+"""
+
+
+def test_an_acp_role_starts_importing_the_sdk_on_a_thread_and_an_oracle_role_does_not() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PREFETCH_PROBE], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "oracle": False,
+        "acp": True,
+        "again": False,
+    }
+    assert done.stderr == ""
+
+
+def test_a_failing_prefetch_prints_nothing() -> None:
+    """An import error is left to the import that needs the module (its error is coded)."""
+    script = (
+        "from agevalx.runner.stage import _import_quietly\n"
+        "_import_quietly('agevalx.no_such_module')\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "ok", "")

@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 
 SERVE_GATEWAY = """
 import sys
-from agevalx.gateway import Gateway, Upstream
+from agevalx.gateway.routes import Upstream
+from agevalx.gateway.server import Gateway
 gateway = Gateway().start()
 route = gateway.register(Upstream(base_url=sys.argv[1], api_key="sk-bench"))
 print(gateway.base_url(route), route.token, flush=True)

@@ -1,4 +1,5 @@
-"""Start-up benchmark: interpreter start + `import agevalx.cli`, and `ageval --help`.
+"""Start-up benchmark: interpreter start + `import agevalx.cli`, `ageval --help`, and the
+imports of the run path (what a process running an attempt loads besides the CLI).
 
 Each command runs as a new process, after one warm-up run (which also writes the bytecode
 caches: PYTHONDONTWRITEBYTECODE is dropped from the children's environment, as an installed
@@ -20,6 +21,8 @@ from pathlib import Path
 from agevalx.testing.processes import child_environment, time_command
 
 GOAL_SECONDS = 0.15
+RUN_PATH = "import agevalx.runner.stage, agevalx.operations.run, agevalx.evaluation.evaluate"
+"""The modules an oracle attempt of an ageval dataset executes (run and evaluate nodes)."""
 
 
 def measure(command: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
@@ -40,6 +43,8 @@ def main() -> None:
         "python -c 'import agevalx.cli'": [python, "-c", "import agevalx.cli"],
         "ageval --help": [ageval, "--help"],
         "ageval run --help": [ageval, "run", "--help"],
+        "run path (oracle attempt)": [python, "-c", RUN_PATH],
+        "run path + ACP executor": [python, "-c", f"{RUN_PATH}, agevalx.agents.acp.executor"],
     }
     print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
     base_wall = base_cpu = 0.0

@@ -220,7 +220,6 @@ def run(
 
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
-    from agevalx.cli.progress import JobProgress
     from agevalx.lockfile import BindingRequest
     from agevalx.operations.run import RunRequest
     from agevalx.operations.run import run as run_attempts
@@ -250,6 +249,8 @@ def run(
     interactive = sys.stdout.isatty() and not as_json
     with open_layered_store(cache_dir, remote) as store:
         if interactive:
+            from agevalx.cli.progress import JobProgress  # rich: only a terminal shows progress
+
             with JobProgress() as progress:
                 outcome = run_attempts(
                     request,

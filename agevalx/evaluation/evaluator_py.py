@@ -43,7 +43,6 @@ from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
 from agevalx.gateway.attempt import AttemptRoutes, judge_environment
 from agevalx.gateway.recording import TrafficLog
-from agevalx.gateway.server import shared_gateway
 from agevalx.lockfile.models import TaskLock
 
 
@@ -313,6 +312,8 @@ def judge_routes(
     bound = lock.binding.roles.get(role) if role is not None else None
     if role is None or bound is None or not bound.base_url:
         return AttemptRoutes.none()
+    from agevalx.gateway.server import shared_gateway  # aiohttp: only a judge with a model
+
     gateway = stack.enter_context(shared_gateway())
     routes = AttemptRoutes(gateway, {role: bound.model_dump(mode="json")}, log)
     stack.callback(routes.close)

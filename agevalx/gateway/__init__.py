@@ -1,6 +1,5 @@
-"""The model gateway between agents and model providers (see `server`)."""
+"""The model gateway between agents and model providers (see `server`).
 
-from agevalx.gateway.server import Gateway, Route, Upstream, shared_gateway
-from agevalx.gateway.usage import RouteStats
-
-__all__ = ["Gateway", "Route", "RouteStats", "Upstream", "shared_gateway"]
+Nothing is imported here: `server` (aiohttp) is loaded only by a run or a scorer that talks
+to a model; `routes` and `attempt` hold what every run stage needs.
+"""

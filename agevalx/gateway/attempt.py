@@ -9,13 +9,16 @@ time) is given only to the gateway.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agevalx.config.secrets import resolve_reference
 from agevalx.errors import AgevalError
 from agevalx.gateway.recording import TrafficLog
 from agevalx.gateway.replaying import TrafficReplay
-from agevalx.gateway.server import UNAVAILABLE, Gateway, Route, Upstream
+from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
+
+if TYPE_CHECKING:
+    from agevalx.gateway.server import Gateway
 
 CONTAINER_HOST = "host.docker.internal"
 """The host as attempt containers see it; with `egress: llm` the fence's proxy answers it."""

@@ -30,22 +30,20 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
 
 from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.replaying import ModelDivergence, RoleReplay
-from agevalx.gateway.usage import RouteStats, UsageReader
+from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
+from agevalx.gateway.usage import UsageReader
 
 RETRY_INTERVAL_SECONDS = 60.0
 """Seconds between two tries of a failing upstream (fixed by the spec; tests patch it)."""
 
 TOKEN_PREFIX = "ageval-gw-"
-UNAVAILABLE = "model_upstream_unavailable"
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -67,42 +65,6 @@ HOP_BY_HOP = frozenset(
 MAX_BODY_BYTES = 64 * 1024 * 1024
 SHUTDOWN_SECONDS = 2.0
 """How long a stopping gateway lets requests still in flight finish."""
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """Where a route's requests go and how long they may take."""
-
-    base_url: str
-    api_key: str | None = None
-    timeout: float | None = None
-    """`model.timeout`: seconds one upstream request may take."""
-    watchdog: float | None = None
-    """`model.watchdog`: seconds of silence allowed inside a response."""
-    stall_seconds: float = 3600
-    """`options.upstream_stall_seconds`: how long a failing upstream is retried."""
-
-    @property
-    def origin(self) -> str:
-        parts = urlsplit(self.base_url)
-        return f"{parts.scheme}://{parts.netloc}"
-
-    @property
-    def path(self) -> str:
-        return urlsplit(self.base_url).path.rstrip("/")
-
-
-@dataclass
-class Route:
-    """One attempt's role: its token, its upstream and its figures."""
-
-    token: str
-    upstream: Upstream
-    stats: RouteStats = field(default_factory=RouteStats)
-    recorder: TrafficRecorder | None = None
-    """Where its requests and responses are recorded (`model.jsonl`), if anywhere."""
-    replay: RoleReplay | None = None
-    """In a model-traffic replay: the recording that answers instead of the upstream."""
 
 
 class _Retry(Exception):

@@ -24,7 +24,6 @@ from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
-from agevalx.harbor.options import HarborOptions
 from agevalx.hashing import digest_json
 from agevalx.images.build import revalidate_images
 from agevalx.lockfile import BindingRequest
@@ -53,6 +52,7 @@ from agevalx.runner.recovery import read_attempt
 
 if TYPE_CHECKING:
     from agevalx.cluster.dispatch import Cluster
+    from agevalx.harbor.options import HarborOptions
 
 SAMPLE_FILE = ".ageval/sample"
 ARTIFACTS_DIR = "artifacts"

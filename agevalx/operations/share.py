@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -31,11 +32,12 @@ from agevalx.cache.transfer import TransferProgress, TransferReport, pull, push
 from agevalx.errors import UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.hashing import digest_json
-from agevalx.reports.leaderboard import leaderboard
-from agevalx.reports.models import Report
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
 from agevalx.results.records import FINISHED, JobRecord
+
+if TYPE_CHECKING:
+    from agevalx.reports.models import Report
 
 JOB_REF_PREFIX = "job."
 JOBS_DIR = "jobs"
@@ -279,4 +281,6 @@ def remote_leaderboard(
         remote, remote.list_refs(), dataset_id=dataset_id_of(dataset), job_id=job_id
     )
     _require_some(jobs, dataset_id_of(dataset), job_id, f"remote {remote.location}")
+    from agevalx.reports.leaderboard import leaderboard  # reports: only `ageval report` needs them
+
     return leaderboard(store, [job.record for job in jobs])

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,6 @@ from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.gateway.attempt import AttemptRoutes
 from agevalx.gateway.recording import MODEL_TRAFFIC, TrafficLog
-from agevalx.gateway.server import shared_gateway
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
@@ -91,7 +92,7 @@ class _Executors(dict[str, Executor]):
 
                 self[kind] = OracleExecutor()
             elif kind == "acp":
-                from agevalx.agents.acp import AcpExecutor
+                from agevalx.agents.acp.executor import AcpExecutor
 
                 self[kind] = AcpExecutor()
             else:
@@ -101,6 +102,31 @@ class _Executors(dict[str, Executor]):
 
 def executors() -> dict[str, Executor]:
     return _Executors()
+
+
+ACP_EXECUTOR = "agevalx.agents.acp.executor"
+PREFETCH = "ageval-prefetch"
+"""The name of the thread that imports it ahead of the first ACP invocation."""
+
+
+def prefetch_executors(kinds: Collection[str]) -> None:
+    """Starts importing the ACP executor on a thread when `kinds` (the executors of a lock's
+    roles) hold `acp`.
+
+    The ACP SDK's import is about a second of CPU (pydantic builds its 270 schema models);
+    started here, it runs while the environment stage waits on Docker, and the executor's
+    import in `_Executors.get` waits for it (Python's per-module import lock). Oracle runs
+    never import the SDK.
+    """
+    if "acp" in kinds and ACP_EXECUTOR not in sys.modules:
+        prefetch = threading.Thread(target=_import_quietly, args=(ACP_EXECUTOR,), name=PREFETCH)
+        prefetch.start()
+
+
+def _import_quietly(module: str) -> None:
+    # A failure is raised again, with its error, by the import that needs the module.
+    with contextlib.suppress(Exception):
+        importlib.import_module(module)
 
 
 @dataclass
@@ -469,9 +495,12 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     """
     assert node.task_id is not None and node.attempt is not None
     lock = task_lock(context, node.task_id)
+    prefetch_executors({bound.executor for bound in lock.binding.roles.values()})
     with contextlib.ExitStack() as stack:
         routes = AttemptRoutes.none()
         if any(profile.get("base_url") for profile in profiles(lock).values()):
+            from agevalx.gateway.server import shared_gateway  # aiohttp: only runs with a model
+
             gateway = stack.enter_context(shared_gateway())
             runtime = dataset_of(context.plan).runtime(lock)
             directory = attempt_dir(context.plan.dataset.root, attempt_id(node))

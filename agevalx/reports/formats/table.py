@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import io
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from agevalx.reports.formats.cells import columns, heading, one_line
 from agevalx.reports.models import Report, ReportRow
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 WIDTH = 1000
 """Wide enough that every table has its natural width: the text never depends on a terminal."""
 
 
 def _table(report: Report, title: str, scope: str, rows: list[ReportRow]) -> Table:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     chosen = columns(report, scope)
     for column in chosen:
@@ -27,6 +30,9 @@ def _table(report: Report, title: str, scope: str, rows: list[ReportRow]) -> Tab
 
 
 def render_table(report: Report) -> str:
+    from rich.console import Console  # rich only when a table is printed, not on every run
+    from rich.text import Text
+
     buffer = io.StringIO()
     console = Console(
         file=buffer, width=WIDTH, color_system=None, highlight=False, emoji=False, markup=False

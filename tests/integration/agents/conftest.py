@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agevalx.agents.acp import AcpExecutor
+from agevalx.agents.acp.executor import AcpExecutor
 from agevalx.agents.base import Container, Invocation, InvocationResult, RecordedAction
 from agevalx.agents.oracle import OracleExecutor
 

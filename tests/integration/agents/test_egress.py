@@ -19,7 +19,8 @@ import pytest
 from agevalx.agents.mockllm import MockLLM, bridge_gateway
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.egress import EgressFence, allowed_hosts
-from agevalx.gateway import Gateway, Upstream
+from agevalx.gateway.routes import Upstream
+from agevalx.gateway.server import Gateway
 
 IMAGE = "ageval/base:bookworm"
 PROBE = r"""
@@ -121,7 +122,7 @@ def test_egress_llm_reaches_only_the_gateway_and_the_allowed_hosts(
 def test_egress_none_leaves_no_network_and_the_scripted_agent_still_runs(
     docker_ready: None, tmp_path: Any
 ) -> None:
-    from agevalx.agents.acp import AcpExecutor
+    from agevalx.agents.acp.executor import AcpExecutor
     from tests.integration.agents.conftest import ContainerRun
 
     spec = ContainerSpec(image=IMAGE, name_hint="egress-none", network="none")

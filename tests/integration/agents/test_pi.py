@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from agevalx.agents import bundles
-from agevalx.agents.acp import AcpExecutor
 from agevalx.agents.acp.bundled import container_url, pi_config
+from agevalx.agents.acp.executor import AcpExecutor
 from agevalx.agents.base import AgentError, Container, Invocation, RecordedAction
 from agevalx.agents.mockllm import MockLLM, MockLLMError, bridge_gateway
 from agevalx.cache.location import default_cache_dir

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agevalx.agents.acp import AcpExecutor, LocalSandbox
+from agevalx.agents.acp import LocalSandbox
+from agevalx.agents.acp.executor import AcpExecutor
 from agevalx.agents.base import Container, Invocation, InvocationResult, RecordedAction
 
 

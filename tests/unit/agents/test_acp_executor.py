@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.agents.acp import AcpExecutor, LocalSandbox
+from agevalx.agents.acp import LocalSandbox
 from agevalx.agents.acp.channel import MAX_NOISE_LINES
+from agevalx.agents.acp.executor import AcpExecutor
 from agevalx.agents.base import AgentError, Invocation, WallTimeExceeded
 
 from .conftest import AgentRun

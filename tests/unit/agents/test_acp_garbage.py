@@ -93,7 +93,8 @@ def test_garbage_json_rpc_prints_no_traceback_on_stderr(tmp_path: Path) -> None:
     driver = textwrap.dedent(
         f"""
         import json, sys, time
-        from agevalx.agents.acp import AcpExecutor, LocalSandbox
+        from agevalx.agents.acp import LocalSandbox
+        from agevalx.agents.acp.executor import AcpExecutor
         from agevalx.agents.base import Container, Invocation
         root = {str(tmp_path)!r}
         container = Container(id="local", workdir=root + "/w", home=root + "/h")

@@ -19,9 +19,10 @@ import pytest
 from aiohttp import web
 
 from agevalx.agents.mockllm import PROMPT_TOKENS, MockLLM
-from agevalx.gateway import Gateway, Upstream
 from agevalx.gateway import server as gateway_server
 from agevalx.gateway.recording import TrafficLog
+from agevalx.gateway.routes import Upstream
+from agevalx.gateway.server import Gateway
 from agevalx.gateway.usage import load_prices
 from agevalx.redaction import Redactor
 

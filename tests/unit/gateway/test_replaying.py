@@ -14,9 +14,10 @@ import pytest
 
 from agevalx.agents.mockllm import PROMPT_TOKENS, MockLLM
 from agevalx.errors import UsageError
-from agevalx.gateway import Gateway, Upstream
 from agevalx.gateway.recording import TrafficLog
 from agevalx.gateway.replaying import TrafficReplay, first_difference, request_digest
+from agevalx.gateway.routes import Upstream
+from agevalx.gateway.server import Gateway
 from agevalx.redaction import Redactor
 
 KEY = "sk-real-upstream-key-0123456789"

@@ -1,0 +1,82 @@
+"""What a real `ageval run` process imports: a fresh oracle attempt of an ageval dataset
+loads neither the ACP SDK nor aiohttp, rich, the reports or the Harbor format; a scripted ACP
+attempt loads the SDK (on the prefetch thread) and passes as before."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNCASES = ROOT / "tests/integration/data/runcases"
+DEMO = ROOT / "examples/datasets/minimal-demo"
+
+PROBE = """
+import contextlib, io, json, sys
+from agevalx.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(["run", *sys.argv[1:], "--json"])
+print(json.dumps({"code": code, "run": json.loads(out.getvalue()), "modules": sorted(sys.modules)}))
+"""
+
+NOT_FOR_AN_ORACLE_RUN = ("acp", "aiohttp", "rich")
+AGEVALX_NOT_FOR_AN_ORACLE_RUN = (
+    "agevalx.agents.acp.executor",
+    "agevalx.formats.harbor",
+    "agevalx.gateway.server",
+    "agevalx.harbor",
+    "agevalx.reports",
+)
+
+
+def run_probe(cache: Path, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args, "--cache-dir", str(cache)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    probe: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return probe
+
+
+def loaded(modules: list[str]) -> list[str]:
+    roots = {name.split(".")[0] for name in modules}
+    found = [name for name in NOT_FOR_AN_ORACLE_RUN if name in roots]
+    found += [
+        name
+        for name in modules
+        if any(
+            name == package or name.startswith(package + ".")
+            for package in AGEVALX_NOT_FOR_AN_ORACLE_RUN
+        )
+    ]
+    return found
+
+
+def test_a_fresh_oracle_attempt_imports_no_acp_gateway_server_rich_or_harbor(
+    copy_dataset, tmp_path: Path
+) -> None:
+    dataset = copy_dataset(RUNCASES)
+    probe = run_probe(tmp_path / "cache", str(dataset), "--task", "echo-pass", "--fresh")
+    assert probe["code"] == 0, probe["run"]
+    assert probe["run"]["results"][0]["status"] == "PASS"
+    assert probe["run"]["counts"]["computed"] >= 2  # the run and evaluate nodes did execute
+    assert "agevalx.agents.oracle" in probe["modules"]
+    assert loaded(probe["modules"]) == []
+
+
+def test_a_scripted_acp_attempt_imports_the_sdk_and_passes(copy_dataset, tmp_path: Path) -> None:
+    dataset = copy_dataset(DEMO)
+    probe = run_probe(tmp_path / "cache", str(dataset), "--fresh")
+    assert probe["code"] == 0, probe["run"]
+    assert [result["status"] for result in probe["run"]["results"]] == ["PASS"]
+    assert {"acp", "agevalx.agents.acp.executor"} <= set(loaded(probe["modules"]))
+    assert "aiohttp" not in loaded(probe["modules"])  # the scripted agent has no model

@@ -158,9 +158,10 @@ class AttemptContainer:
             ) from None
         started = cls(container)
         try:
-            started.root_exec(f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}")
+            setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
             if spec.user:
-                started.root_exec(f"chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}")
+                setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"
+            started.root_exec(setup)
         except BaseException:
             started.remove()
             raise
@@ -342,15 +343,18 @@ class AttemptContainer:
         *,
         blank: tuple[str, ...] = (),
         labels: dict[str, str] | None = None,
+        pause: bool = True,
     ) -> tuple[str, str]:
         """Commit the container as an image named by its content, `repository:<id>` (two
         caches' attempts of one run key never share a name); `blank` names environment
         variables whose values must not be kept in the image. The image is labelled as made
-        by this process (owner labels, see `owners`) plus `labels`. The reference and the id."""
+        by this process (owner labels, see `owners`) plus `labels`. `pause` freezes the
+        container's processes meanwhile (needless once they have stopped writing: it costs
+        the engine a pause and an unpause). The reference and the id."""
         changes = [f"ENV {name}=" for name in blank]
         conf = {"Labels": {**owner_labels(), **(labels or {})}}
         api = self._container.client.api
-        image_id = str(api.commit(self.id, changes=changes or None, conf=conf)["Id"])
+        image_id = str(api.commit(self.id, changes=changes or None, conf=conf, pause=pause)["Id"])
         tag = image_id.removeprefix("sha256:")[:32]
         api.tag(image_id, repository, tag=tag)
         return f"{repository}:{tag}", image_id

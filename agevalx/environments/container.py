@@ -75,6 +75,10 @@ class ContainerSpec:
     host_gateway: bool = True
     """Map `host.docker.internal` to the host; off behind an egress fence, whose proxy
     answers that name."""
+    attempt_dirs: bool = True
+    """Make /attempt/workspace, /attempt/home and /attempt/.ageval as the container starts
+    (one exec); off for a container whose commands make what they need themselves (a
+    container with a `user` always gets them, owned by that user)."""
 
 
 def container_name(name_hint: str) -> str:
@@ -157,6 +161,8 @@ class AttemptContainer:
                 "environment_start_failed", f"cannot start the container: {exc.explanation}"
             ) from None
         started = cls(container)
+        if not (spec.attempt_dirs or spec.user):
+            return started
         try:
             setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
             if spec.user:

@@ -38,7 +38,7 @@ def session_events(started: float) -> collections.Counter[str]:
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_two_containers_six_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_two_containers_five_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -51,8 +51,8 @@ def test_a_fresh_attempt_uses_two_containers_six_execs_and_leaves_nothing(
     assert events["create"] == 2 and events["destroy"] == 2, events
     # environment: mkdir; oracle: its shell, solve.sh; the checkpoint after the invocation: one
     # stat listing (the final snapshot is that checkpoint's: nothing happened since);
-    # scoring: mkdir, the evaluator
-    assert events["exec_create"] == 6, events
+    # scoring: the evaluator, which makes the attempt directories it needs itself
+    assert events["exec_create"] == 5, events
     # the agent had stopped: the commit freezes nothing
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
     # the oracle's solution/; the evaluator's files in one archive
@@ -96,3 +96,27 @@ def test_a_removal_in_the_background_is_waited_for(docker_engine: object) -> Non
     container.remove_later()
     wait_for_removals()
     assert find_container(container.id) is None
+
+
+def test_an_evaluator_scores_an_attempt_whose_agent_removed_its_directories(
+    tmp_path: Path, capsys
+) -> None:
+    files = {
+        "ageval.yaml": "format: ageval.dataset/1\ndataset_id: tests/gone\nversion: '1'\n",
+        "tasks/gone/task.yaml": "format: ageval.task/1\ntask_id: gone\n",
+        "tasks/gone/environment/Dockerfile": "FROM ageval/base:bookworm\n",
+        "tasks/gone/solution/solve.sh": "#!/bin/sh\ncd / && rm -rf /attempt/*\n",
+        "tasks/gone/evaluator.py": (
+            "import os\n"
+            "def evaluate(ctx):\n"
+            "    here = os.getcwd() == str(ctx.workspace) and ctx.workspace.is_dir()\n"
+            "    empty = not any(ctx.workspace.iterdir()) and ctx.home.is_dir()\n"
+            "    return {'status': 'PASS' if here and empty else 'FAIL'}\n"
+        ),
+    }
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    (tmp_path / "tasks/gone/solution/solve.sh").chmod(0o755)
+    code, document = run_json(capsys, str(tmp_path), "--task", "gone", "--agent", "oracle")
+    assert code == 0 and document["results"][0]["status"] == "PASS", document

@@ -75,6 +75,10 @@ class ContainerSpec:
     host_gateway: bool = True
     """Map `host.docker.internal` to the host; off behind an egress fence, whose proxy
     answers that name."""
+    attempt_dirs: bool = True
+    """Make /attempt/workspace, /attempt/home and /attempt/.ageval as the container starts
+    (one exec); off for a container whose commands make what they need themselves (a
+    container with a `user` always gets them, owned by that user)."""
 
 
 def container_name(name_hint: str) -> str:
@@ -157,10 +161,13 @@ class AttemptContainer:
                 "environment_start_failed", f"cannot start the container: {exc.explanation}"
             ) from None
         started = cls(container)
+        if not (spec.attempt_dirs or spec.user):
+            return started
         try:
-            started.root_exec(f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}")
+            setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
             if spec.user:
-                started.root_exec(f"chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}")
+                setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"
+            started.root_exec(setup)
         except BaseException:
             started.remove()
             raise
@@ -342,15 +349,18 @@ class AttemptContainer:
         *,
         blank: tuple[str, ...] = (),
         labels: dict[str, str] | None = None,
+        pause: bool = True,
     ) -> tuple[str, str]:
         """Commit the container as an image named by its content, `repository:<id>` (two
         caches' attempts of one run key never share a name); `blank` names environment
         variables whose values must not be kept in the image. The image is labelled as made
-        by this process (owner labels, see `owners`) plus `labels`. The reference and the id."""
+        by this process (owner labels, see `owners`) plus `labels`. `pause` freezes the
+        container's processes meanwhile (needless once they have stopped writing: it costs
+        the engine a pause and an unpause). The reference and the id."""
         changes = [f"ENV {name}=" for name in blank]
         conf = {"Labels": {**owner_labels(), **(labels or {})}}
         api = self._container.client.api
-        image_id = str(api.commit(self.id, changes=changes or None, conf=conf)["Id"])
+        image_id = str(api.commit(self.id, changes=changes or None, conf=conf, pause=pause)["Id"])
         tag = image_id.removeprefix("sha256:")[:32]
         api.tag(image_id, repository, tag=tag)
         return f"{repository}:{tag}", image_id

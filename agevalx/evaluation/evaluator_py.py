@@ -154,13 +154,21 @@ def evaluate_in(
         container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
     variables = {**(environment or {}), **runtime.environment}
-    command = runtime.command(
-        f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
-    )
+    command = [
+        "sh",
+        "-c",
+        # the scoring container was started without an exec making these (`attempt_dirs`)
+        f'mkdir -p {WORKSPACE} {HOME} && cd {WORKSPACE} && exec "$@"',
+        "ageval-evaluate",
+        *runtime.command(
+            f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
+        ),
+    ]
     if hosts is None:
         result = container.exec(
             shlex.join(command),
             timeout=seconds,
+            workdir="/",
             user=user or "root",
             environment=variables,
         )
@@ -169,6 +177,7 @@ def evaluate_in(
             container,
             command,
             hosts.answer,
+            workdir="/",
             timeout=seconds,
             user=user or "root",
             environment=variables,
@@ -241,6 +250,7 @@ class EvaluatorPy(Verifier):
     def _verify(self, session: ScoringSession, routes: AttemptRoutes) -> EvaluationResult:
         started = time.monotonic()
         spec = scoring_spec(session.lock, f"eval-{session.attempt_id}")
+        spec = dataclasses.replace(spec, attempt_dirs=False)  # `evaluate_in` makes them
         runtime: Python
         if session.host_image is None:
             runtime = evaluator_runtime(session.cache_dir)

@@ -121,6 +121,7 @@ def exec_with_channel(
     timeout: float,
     user: str,
     environment: dict[str, str],
+    workdir: str = WORKSPACE,
 ) -> ExecResult:
     """Run `argv` (killed after `timeout`), answering each JSON line it prints on stdout by
     one JSON line on its stdin; its stderr is the output kept."""
@@ -128,7 +129,7 @@ def exec_with_channel(
     wrapped = ["timeout", "-s", "KILL", str(seconds), *argv]
     started = time.monotonic()
     exec_id, raw = container.exec_socket(
-        wrapped, workdir=WORKSPACE, environment=environment, user=user
+        wrapped, workdir=workdir, environment=environment, user=user
     )
     raw.settimeout(seconds + 30)
     pending, output = b"", bytearray()

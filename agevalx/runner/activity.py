@@ -89,6 +89,12 @@ class ActivityJournal:
                 break  # a torn last line from a crash: everything before it is intact
         return records
 
+    @property
+    def sequence(self) -> int:
+        """The number the next record gets (how many records there are)."""
+        with self._lock:
+            return self._seq
+
     def reset_sequence(self, seq: int) -> None:
         with self._lock:
             self._seq = seq

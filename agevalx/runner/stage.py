@@ -77,7 +77,13 @@ from agevalx.runner.recovery import (
     set_aside,
     write_attempt,
 )
-from agevalx.runner.snapshot import SnapshotRoots, restore, snapshot, store_checkpoint
+from agevalx.runner.snapshot import (
+    Snapshot,
+    SnapshotRoots,
+    restore,
+    snapshot,
+    store_checkpoint,
+)
 
 COMMITTED_REPOSITORY = "ageval/run"
 
@@ -326,7 +332,7 @@ class _Invoker:
             taken = snapshot(run.container, run.store, run.roots)
             key = store_checkpoint(run.store, self.checkpoint_parent, step, taken)
             self.checkpoint_parent = ("checkpoint", key)
-            run.journal.append(
+            record = run.journal.append(
                 "checkpoint",
                 invocation=step.get("invocation"),
                 detail={
@@ -336,6 +342,7 @@ class _Invoker:
                     "bytes": taken.size,
                 },
             )
+            run.latest = (record.seq + 1, taken)
 
 
 def _agent_environment(profile: dict[str, Any]) -> dict[str, str]:
@@ -365,6 +372,9 @@ class _RunState:
     transcript_lines: list[dict[str, Any]] = field(default_factory=list)
     routes: AttemptRoutes = field(default_factory=AttemptRoutes.none)
     """The attempt's model gateway routes."""
+    latest: tuple[int, Snapshot] | None = None
+    """The last checkpoint this process took: the journal's length just after it, and its
+    snapshot."""
 
     @property
     def lock(self) -> TaskLock:
@@ -466,6 +476,17 @@ def _fresh_environment(
             place.environment.close()
             raise
     return place
+
+
+def _final_snapshot(state: _RunState, limit: str | None) -> Snapshot:
+    """The snapshot after the run stage. When the run body returned on its own and nothing
+    was journaled since this process's last checkpoint (the usual end: the last invocation
+    and its checkpoint), every agent had stopped and nothing touched the container since, so
+    that checkpoint's snapshot is the final one and no listing is taken again."""
+    latest = state.latest
+    if limit is None and latest is not None and latest[0] == state.journal.sequence:
+        return latest[1]
+    return snapshot(state.container, state.store, state.roots)
 
 
 def _collect_artifacts(
@@ -617,7 +638,7 @@ def _run_attempt(
         if limit is not None:
             journal.append("limit", detail={"key": limit})
         clock.add("run", started)
-        final = snapshot(container, context.store, state.roots)
+        final = _final_snapshot(state, limit)
         artifacts = _collect_artifacts(runtime, container, place.workdir, context.store)
         collected, collect_failure = collect(
             place.environment,
@@ -626,7 +647,10 @@ def _run_attempt(
             context.store,
         )
         committed, committed_id = container.commit(
-            COMMITTED_REPOSITORY, blank=place.environment_names, labels=image_labels(context.store)
+            COMMITTED_REPOSITORY,
+            blank=place.environment_names,
+            labels=image_labels(context.store),
+            pause=limit is not None,  # an agent the wall time cut off may still be writing
         )
     finally:
         place.environment.close_later()  # committed: its removal overlaps with what follows

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agevalx.agents.bundles import bundles_dir
+from agevalx.cache.store import CacheStore
 from agevalx.environments.container import (
     SESSION,
     AttemptContainer,
@@ -37,7 +38,7 @@ def session_events(started: float) -> collections.Counter[str]:
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_two_containers_seven_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_two_containers_five_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -48,10 +49,12 @@ def test_a_fresh_attempt_uses_two_containers_seven_execs_and_leaves_nothing(
     assert code == 0 and document["results"][0]["status"] == "PASS", document
     events = session_events(started)
     assert events["create"] == 2 and events["destroy"] == 2, events
-    # environment: mkdir; oracle: its shell, solve.sh; the checkpoint after the invocation and
-    # the final snapshot: one stat listing each (nothing changed in between, so no file is
-    # read again); scoring: mkdir, the evaluator
-    assert events["exec_create"] == 7, events
+    # environment: mkdir; oracle: its shell, solve.sh; the checkpoint after the invocation: one
+    # stat listing (the final snapshot is that checkpoint's: nothing happened since);
+    # scoring: the evaluator, which makes the attempt directories it needs itself
+    assert events["exec_create"] == 5, events
+    # the agent had stopped: the commit freezes nothing
+    assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
     # the oracle's solution/; the evaluator's files in one archive
     assert events["extract-to-dir"] == 2, events
     runtimes = list(bundles_dir(_isolated_cache).glob("evaluator-python-*/lib/python3.*"))
@@ -63,6 +66,28 @@ def test_a_fresh_attempt_uses_two_containers_seven_execs_and_leaves_nothing(
     assert {"typing", "pathlib", "json"} <= set(runner_imports())
 
 
+def final_workspace(cache: Path, attempt_id: str) -> dict[str, bytes]:
+    """The files of the final workspace snapshot of the run node of `attempt_id`."""
+    with CacheStore(cache) as store:
+        for entry in store.entries():
+            action = store.get_action(entry.kind, entry.key)
+            if action is not None and action.meta.get("attempt_id") == attempt_id:
+                tree = store.get_tree(action.outputs["workspace"].digest)
+                return {file.path: store.get_bytes(file.digest or "") for file in tree.files()}
+    raise AssertionError(f"no run node of {attempt_id}")
+
+
+def test_the_final_snapshot_sees_what_run_py_did_after_the_last_checkpoint(
+    copy_dataset, capsys, _isolated_cache: Path
+) -> None:
+    dataset = copy_dataset(RUNCASES)
+    code, document = run_json(capsys, str(dataset), "--task", "three-steps")
+    assert code == 0, document
+    files = final_workspace(_isolated_cache, document["results"][0]["attempt_id"])
+    # run.py's exec after the third invocation's checkpoint is in the final snapshot
+    assert files["after-invocations.txt"] == b"0\n1\n2\n", files
+
+
 def test_a_removal_in_the_background_is_waited_for(docker_engine: object) -> None:
     container = AttemptContainer.start(
         ContainerSpec(image="ageval/base:bookworm", name_hint="background-removal")
@@ -71,3 +96,27 @@ def test_a_removal_in_the_background_is_waited_for(docker_engine: object) -> Non
     container.remove_later()
     wait_for_removals()
     assert find_container(container.id) is None
+
+
+def test_an_evaluator_scores_an_attempt_whose_agent_removed_its_directories(
+    tmp_path: Path, capsys
+) -> None:
+    files = {
+        "ageval.yaml": "format: ageval.dataset/1\ndataset_id: tests/gone\nversion: '1'\n",
+        "tasks/gone/task.yaml": "format: ageval.task/1\ntask_id: gone\n",
+        "tasks/gone/environment/Dockerfile": "FROM ageval/base:bookworm\n",
+        "tasks/gone/solution/solve.sh": "#!/bin/sh\ncd / && rm -rf /attempt/*\n",
+        "tasks/gone/evaluator.py": (
+            "import os\n"
+            "def evaluate(ctx):\n"
+            "    here = os.getcwd() == str(ctx.workspace) and ctx.workspace.is_dir()\n"
+            "    empty = not any(ctx.workspace.iterdir()) and ctx.home.is_dir()\n"
+            "    return {'status': 'PASS' if here and empty else 'FAIL'}\n"
+        ),
+    }
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    (tmp_path / "tasks/gone/solution/solve.sh").chmod(0o755)
+    code, document = run_json(capsys, str(tmp_path), "--task", "gone", "--agent", "oracle")
+    assert code == 0 and document["results"][0]["status"] == "PASS", document

@@ -406,7 +406,8 @@ def route_judges(
     if not judges:
         return None, spec
     from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes  # the gateway, lazily
-    from agevalx.gateway.server import Upstream, shared_gateway
+    from agevalx.gateway.routes import Upstream
+    from agevalx.gateway.server import shared_gateway  # aiohttp: only a verifier with judges
 
     env = dict(spec.verifier.env)
     file = str(spec.dir / "task.toml")

@@ -44,13 +44,15 @@ class LayeredStore(CacheStore):
         """Hits, misses, uploads, write errors and warnings of the remote so far."""
         return self.remote.stats
 
-    def get_action(self, kind: str, key: str) -> ActionManifest | None:
-        found = super().get_action(kind, key)
+    def get_action(
+        self, kind: str, key: str, present: set[tuple[str, str]] | None = None
+    ) -> ActionManifest | None:
+        found = super().get_action(kind, key, present)
         if found is not None:
             return found
         if self.remote.available:
             report = transfer(self.remote, self, [ActionId(kind, key)], direction="pull")
-            found = super().get_action(kind, key)
+            found = super().get_action(kind, key, present)
             for skipped in report.skipped if self.remote.available else []:
                 self.remote.stats.warn(
                     "remote_entry_unusable",

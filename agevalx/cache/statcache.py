@@ -22,13 +22,18 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 RACY_WINDOW_NS = 2_000_000_000
 TREE_STATES_KEPT = 64
 """Scopes whose last listing is kept; older ones (finished containers) are dropped."""
+QUERY_INODES = 500
+"""Inodes per lookup query, below SQLite's oldest limit of 999 bound parameters."""
+
+_Row = tuple[int, int, int, str, int]
+"""size, mtime_ns, ctime_ns, digest, recorded_ns"""
 
 _SCHEMA = """
 DROP TABLE IF EXISTS stat;
@@ -71,30 +76,36 @@ class StatCache:
 
     def lookup(self, st: os.stat_result) -> str | None:
         """The digest recorded for this exact file state, if it can be trusted."""
-        row = self._query(st)
-        if row is None:
-            return None
-        size, mtime_ns, ctime_ns, digest, recorded_ns = row
-        if (size, mtime_ns, ctime_ns) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
-            return None
-        if recorded_ns - mtime_ns < RACY_WINDOW_NS:
-            return None
-        return str(digest)
+        return self.lookup_many([st])[0]
 
-    def _query(self, st: os.stat_result) -> tuple[int, int, int, str, int] | None:
-        if self._db is None:
-            return None
+    def lookup_many(self, stats: Sequence[os.stat_result]) -> list[str | None]:
+        """`lookup` of each file state, in one query per device and `QUERY_INODES` files:
+        a tree asks once, not once per file."""
+        rows = self._query_many(stats)
+        return [_trusted(rows.get((st.st_dev, st.st_ino)), st) for st in stats]
+
+    def _query_many(self, stats: Sequence[os.stat_result]) -> dict[tuple[int, int], _Row]:
+        if self._db is None or not stats:
+            return {}
+        inodes: dict[int, list[int]] = {}
+        for st in stats:
+            inodes.setdefault(st.st_dev, []).append(st.st_ino)
+        found: dict[tuple[int, int], _Row] = {}
         with self._lock:
             try:
-                cursor = self._db.execute(
-                    "SELECT size, mtime_ns, ctime_ns, digest, recorded_ns FROM file_stat"
-                    " WHERE dev = ? AND ino = ?",
-                    (st.st_dev, st.st_ino),
-                )
-                row: tuple[int, int, int, str, int] | None = cursor.fetchone()
+                for dev, numbers in inodes.items():
+                    for start in range(0, len(numbers), QUERY_INODES):
+                        chunk = numbers[start : start + QUERY_INODES]
+                        marks = ",".join("?" * len(chunk))
+                        cursor = self._db.execute(
+                            "SELECT ino, size, mtime_ns, ctime_ns, digest, recorded_ns"
+                            f" FROM file_stat WHERE dev = ? AND ino IN ({marks})",
+                            (dev, *chunk),
+                        )
+                        found.update(((dev, row[0]), row[1:]) for row in cursor)
             except sqlite3.Error:
-                return None
-        return row
+                return {}
+        return found
 
     def record(self, items: Iterable[tuple[os.stat_result, str]], recorded_ns: int) -> None:
         """Remember digests; `recorded_ns` must be no later than when the files were stat'ed."""
@@ -161,3 +172,16 @@ class StatCache:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _trusted(row: _Row | None, st: os.stat_result) -> str | None:
+    """The row's digest if it describes exactly this file state, recorded after the racy
+    window of its mtime."""
+    if row is None:
+        return None
+    size, mtime_ns, ctime_ns, digest, recorded_ns = row
+    if (size, mtime_ns, ctime_ns) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+        return None
+    if recorded_ns - mtime_ns < RACY_WINDOW_NS:
+        return None
+    return str(digest)

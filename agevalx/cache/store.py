@@ -335,39 +335,57 @@ class CacheStore:
             dest = layout.action_path(self.root, manifest.kind, manifest.key)
             write_atomic(self.tmp, dest, manifest.canonical_bytes(), ENTRY_MODE)
 
-    def get_action(self, kind: str, key: str) -> ActionManifest | None:
+    def get_action(
+        self, kind: str, key: str, present: set[tuple[str, str]] | None = None
+    ) -> ActionManifest | None:
         """The entry for node `key` of `kind` if it is a complete hit, else None.
 
         A hit needs the entry to parse and validate and every blob and tree it names
-        (and every blob of those trees) to be present. Anything else is a miss.
+        (and every blob of those trees) to be present. Anything else is a miss. `present`
+        memoises the objects found complete across lookups (see `missing_outputs`).
         """
         path = layout.action_name(self._actions, kind, key)
         with self.in_use():
             manifest = read_action(path, kind, key)
-            if manifest is None or self.missing_outputs(manifest):
+            if manifest is None or self.missing_outputs(manifest, present=present):
                 return None
         return manifest
 
     def missing_outputs(
-        self, manifest: ActionManifest, trees: dict[str, TreeManifest | None] | None = None
+        self,
+        manifest: ActionManifest,
+        trees: dict[str, TreeManifest | None] | None = None,
+        *,
+        present: set[tuple[str, str]] | None = None,
     ) -> list[str]:
         """Digests the entry needs that are absent, truncated or (for trees) corrupt.
 
-        `trees` memoises parsed manifests across calls (gc and verify pass one).
+        `trees` memoises parsed manifests across calls (gc and verify pass one). `present`
+        holds the outputs found complete, as `(type, digest)` (a tree: with every blob it
+        names): they are not checked again. Only a caller holding `in_use()` across all its
+        calls may pass one (planning does), since gc cannot remove anything meanwhile.
         """
         trees = {} if trees is None else trees
         missing: list[str] = []
         for output in manifest.outputs.values():
-            if output.type == "blob":
-                if not self.has_blob(output.digest):
-                    missing.append(output.digest)
+            found = (output.type, output.digest)
+            if present is not None and found in present:
                 continue
-            tree = self.tree_or_none(output.digest, trees)
-            if tree is None:
-                missing.append(output.digest)
-            else:
-                missing.extend(_digest(e) for e in tree.files() if not self._blob_intact(e))
+            absent = self._missing_from(output.type, output.digest, trees)
+            if not absent and present is not None:
+                present.add(found)
+            missing.extend(absent)
         return missing
+
+    def _missing_from(
+        self, type: str, digest: str, trees: dict[str, TreeManifest | None]
+    ) -> list[str]:
+        if type == "blob":
+            return [] if self.has_blob(digest) else [digest]
+        tree = self.tree_or_none(digest, trees)
+        if tree is None:
+            return [digest]
+        return [_digest(e) for e in tree.files() if not self._blob_intact(e)]
 
     def tree_or_none(
         self, digest: str, trees: dict[str, TreeManifest | None]

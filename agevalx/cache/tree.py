@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from agevalx.cache.errors import CacheError
 from agevalx.cache.globs import PathFilter
@@ -26,6 +27,9 @@ IGNORED_NAMES = ("__pycache__", ".DS_Store")
 """File and directory names that are never part of a task's content."""
 IGNORED_GLOBS = tuple(pattern for name in IGNORED_NAMES for pattern in (name, f"**/{name}"))
 """Hashing threads: one per CPU (measured best on 2 cores), at most 8."""
+
+
+EntryType = Literal["file", "symlink", "dir"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,9 @@ def hash_tree(
             (item.st, hashed[item.path].digest) for item in found if _recordable(item, hashed)
         ]
         stat_cache.record(recordable, started_ns)
-    return TreeManifest(entries=tuple(_entry(item, hashed) for item in found))
+    # Built without re-validation: the walk itself makes what the models check (scandir
+    # names, sorted paths, every parent listed, normalised modes); only UTF-8 is checked.
+    return TreeManifest.model_construct(entries=tuple(_entry(item, hashed) for item in found))
 
 
 def walk(root: Path, path_filter: PathFilter, specials: list[str] | None = None) -> list[Found]:
@@ -115,12 +121,14 @@ def digest_files(root: Path, files: list[Found], stat_cache: StatCache | None) -
     """Digest each file, from the stat cache where it can be trusted, else by reading."""
     result: dict[str, Hashed] = {}
     misses: list[Found] = []
-    for item in files:
-        known = stat_cache.lookup(item.st) if stat_cache is not None else None
-        if known is None:
+    known: list[str | None] = [None] * len(files)
+    if stat_cache is not None:
+        known = stat_cache.lookup_many([item.st for item in files])
+    for item, digest in zip(files, known, strict=True):
+        if digest is None:
             misses.append(item)
         else:
-            result[item.path] = Hashed(known, item.st.st_size, recordable=False)
+            result[item.path] = Hashed(digest, item.st.st_size, recordable=False)
     digests = _hash_in_stripes(root, misses)
     result.update((item.path, hashed) for item, hashed in zip(misses, digests, strict=True))
     return result
@@ -188,15 +196,21 @@ def _source_error(path: str, exc: OSError) -> CacheError:
 def _entry(item: Found, hashed: dict[str, Hashed]) -> TreeEntry:
     _check_utf8(item.path, item.target)
     if item.type == "dir":
-        return TreeEntry(path=item.path, type="dir", size=0, mode=DIR_MODE)
+        return _made(item.path, "dir", None, 0, DIR_MODE, None)
     if item.type == "symlink":
         size = len((item.target or "").encode("utf-8"))
-        return TreeEntry(
-            path=item.path, type="symlink", size=size, mode=SYMLINK_MODE, target=item.target
-        )
+        return _made(item.path, "symlink", None, size, SYMLINK_MODE, item.target)
     file = hashed[item.path]
     mode = 0o755 if item.st.st_mode & 0o111 else 0o644
-    return TreeEntry(path=item.path, type="file", digest=file.digest, size=file.size, mode=mode)
+    return _made(item.path, "file", file.digest, file.size, mode, None)
+
+
+def _made(
+    path: str, type: EntryType, digest: str | None, size: int, mode: int, target: str | None
+) -> TreeEntry:
+    return TreeEntry.model_construct(
+        path=path, type=type, digest=digest, size=size, mode=mode, target=target
+    )
 
 
 def _check_utf8(*texts: str | None) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from agevalx.cache.globs import PathFilter
 from agevalx.graph.rules import FileSelection, Rule
-from agevalx.hashing import digest_json
+from agevalx.hashing import canonical_json, digest_bytes
 
 KEY_SCHEMA = 2
 """2: the ageval release entered every key."""
@@ -31,18 +31,54 @@ def key_material(
     rule: Rule, inputs: dict[str, Any], parents: dict[str, list[str]]
 ) -> dict[str, Any]:
     """The exact document whose digest is the node key."""
+    parent_keys = {kind: sorted(keys) for kind, keys in sorted(parents.items())}
+    return _document(AGEVAL_VERSION, rule.kind, rule.version, inputs, parent_keys)
+
+
+def _document(release: str, kind: str, version: int, inputs: Any, parents: Any) -> dict[str, Any]:
     return {
         "key_schema": KEY_SCHEMA,
-        "ageval": AGEVAL_VERSION,
-        "kind": rule.kind,
-        "rule_version": rule.version,
+        "ageval": release,
+        "kind": kind,
+        "rule_version": version,
         "inputs": inputs,
-        "parents": {kind: sorted(keys) for kind, keys in sorted(parents.items())},
+        "parents": parents,
     }
 
 
-def node_key(rule: Rule, inputs: dict[str, Any], parents: dict[str, list[str]]) -> str:
-    return digest_json(key_material(rule, inputs, parents))
+def node_key(
+    rule: Rule,
+    inputs: dict[str, Any],
+    parents: dict[str, list[str]],
+    encoded_inputs: bytes | None = None,
+) -> str:
+    """The digest of `key_material`'s canonical JSON. `encoded_inputs`, when given, is
+    `canonical_json(inputs)` already made (the planner joins it from parts it serialises
+    once per task)."""
+    if encoded_inputs is None:
+        encoded_inputs = canonical_json(inputs)
+    return digest_bytes(key_bytes(rule, encoded_inputs, parents))
+
+
+def key_bytes(rule: Rule, encoded_inputs: bytes, parents: dict[str, list[str]]) -> bytes:
+    """`canonical_json(key_material(rule, inputs, parents))` from the inputs' canonical JSON."""
+    head, middle, tail = _frame(AGEVAL_VERSION, rule.kind, rule.version)
+    parent_keys = {kind: sorted(keys) for kind, keys in sorted(parents.items())}
+    return b"".join((head, encoded_inputs, middle, canonical_json(parent_keys), tail))
+
+
+_HOLE = "\x00"
+"""A value no kind or release holds; canonical JSON writes it as `"\\u0000"`."""
+
+
+@cache
+def _frame(release: str, kind: str, version: int) -> tuple[bytes, bytes, bytes]:
+    """The canonical key document of a rule around its inputs and parents: the bytes before
+    the inputs, between them and the parents, and after the parents (sorted members put the
+    inputs before the parents)."""
+    document = canonical_json(_document(release, kind, version, _HOLE, _HOLE))
+    head, middle, tail = document.split(canonical_json(_HOLE))
+    return head, middle, tail
 
 
 @cache

@@ -135,3 +135,35 @@ def test_transient_trees_are_neither_looked_up_nor_recorded(tmp_path: Path, file
         assert all(store.stat_cache.lookup(path.stat()) is None for path in files.rglob("*.txt"))
         store.put_tree(files)
         assert all(store.stat_cache.lookup(path.stat()) for path in files.rglob("*.txt"))
+
+
+def test_a_tree_asks_the_stat_cache_once_for_all_its_files(
+    tmp_path: Path, stat_cache: StatCache
+) -> None:
+    root = tmp_path / "many"
+    for index in range(700):  # more files than one query holds
+        (root / f"d{index % 7}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{index % 7}" / f"{index}.txt").write_text(f"{index}\n")
+        _age(root / f"d{index % 7}" / f"{index}.txt")
+    cold = hash_tree(root, stat_cache=stat_cache)
+    queries: list[str] = []
+    assert stat_cache._db is not None
+    stat_cache._db.set_trace_callback(queries.append)
+    assert hash_tree(root, stat_cache=stat_cache) == cold
+    selects = [query for query in queries if query.startswith("SELECT")]
+    assert len(selects) == 2  # 700 inodes of one device: 500 + 200
+
+
+def test_lookup_many_answers_each_file_as_lookup_does(files: Path, stat_cache: StatCache) -> None:
+    hash_tree(files, stat_cache=stat_cache)
+    (files / "one.txt").write_text("changed since\n")
+    (files / "unknown.txt").write_text("never hashed\n")
+    stats = [path.stat() for path in sorted(files.rglob("*.txt"))]
+    assert stat_cache.lookup_many(stats) == [stat_cache.lookup(st) for st in stats]
+    assert [digest is None for digest in stat_cache.lookup_many(stats)] == [
+        True,  # one.txt: rewritten
+        False,  # sub/three.txt
+        False,  # two.txt
+        True,  # unknown.txt
+    ]
+    assert stat_cache.lookup_many([]) == []

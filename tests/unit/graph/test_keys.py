@@ -15,12 +15,14 @@ from agevalx.graph import keys
 from agevalx.graph.keys import (
     AGEVAL_VERSION,
     KEY_SCHEMA,
+    key_bytes,
     key_material,
     lock_field,
     node_key,
     select_files,
 )
 from agevalx.graph.rules import FileSelection, Rule, load_rules
+from agevalx.hashing import canonical_json, canonical_members
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.planning import PlanRequest, plan
 
@@ -129,6 +131,34 @@ def test_keys_of_each_kind_for_a_fixed_dataset_are_pinned(dataset: Path, store: 
     keys = {node.id: node.key for node in planned.nodes()}
     assert {name: keys[name] for name in GOLDEN_KEYS} == GOLDEN_KEYS
     assert keys["summary:job"] == "530ad0848139026364fbe44bb890bae7"
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        {},
+        {"request": {"attempt": 2, "fork": None}},
+        {"task_files": {"é/ü.txt": "0" * 32, "a": "dir"}, "lock_fields": {"x.y": [1, {"b": 2.5}]}},
+        {"request": {"text": '\x00 " \\ \u2028'}, "package": {"pins": "1" * 32}},
+    ],
+)
+def test_key_bytes_from_encoded_inputs_are_the_canonical_key_material(
+    inputs: dict[str, object],
+) -> None:
+    parents = {"run": ["b" * 32, "a" * 32], "image": ["c" * 32]}
+    expected = canonical_json(key_material(SYNTHETIC, inputs, parents))
+    assert key_bytes(SYNTHETIC, canonical_json(inputs), parents) == expected
+    members = canonical_members({name: canonical_json(value) for name, value in inputs.items()})
+    assert members == canonical_json(inputs)
+    assert node_key(SYNTHETIC, inputs, parents) == xxhash.xxh3_128_hexdigest(expected)
+
+
+def test_planned_keys_are_the_keys_of_their_own_inputs(dataset: Path, store: CacheStore) -> None:
+    """The planner serialises the inputs attempts share once; each key must still be the
+    digest of its node's whole material."""
+    rules = load_rules()
+    for node in plan(PlanRequest(dataset=dataset, k=3), store).nodes():
+        assert node.key == node_key(rules[node.kind], node.inputs, node.parents), node.id
 
 
 AGENT_PROFILES = """\

@@ -95,14 +95,18 @@ def empty_round_trip(samples: int = 20) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--k", type=int, default=2)
+    parser.add_argument("--cluster-only", action="store_true", help="skip the local job")
+    parser.add_argument("--nodes", action="store_true", help="print each node's parts")
     args = parser.parse_args()
     attempts = len(TASKS) * args.k
     os.environ.update(CREDENTIALS)
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     try:
-        with CacheStore(work / "local-cache") as store:
-            local = timed_job(make_dataset(work / "local"), store, args.k)
-        print(f"local:   {attempts} attempts in {local:.1f} s = {attempts / local * 60:.1f}/min")
+        if not args.cluster_only:
+            with CacheStore(work / "local-cache") as store:
+                local = timed_job(make_dataset(work / "local"), store, args.k)
+            rate = attempts / local * 60
+            print(f"local:   {attempts} attempts in {local:.1f} s = {rate:.1f}/min")
         workers = {
             f"worker-{i}": {"AGEVAL_CACHE_DIR": str(work / f"worker-{i}/cache")} for i in (1, 2)
         }
@@ -115,6 +119,7 @@ def main() -> None:
                 clustered = timed_job(make_dataset(work / "cluster"), store, args.k, ray_cluster)
                 trip = empty_round_trip()
             overheads = ray_cluster.overheads
+            phases = ray_cluster.phases
         print(
             f"cluster: {attempts} attempts in {clustered:.1f} s = "
             f"{attempts / clustered * 60:.1f}/min (2 workers, docker: 1 each)"
@@ -125,6 +130,27 @@ def main() -> None:
             f"{statistics.median(overheads) * 1000:.0f} ms, max {max(overheads) * 1000:.0f} ms"
         )
         print(f"empty task round trip on a warm worker: {trip * 1000:.1f} ms")
+        names = sorted({name for item in phases for name in item})
+        counts = ("requests", "driver_requests")
+        if args.nodes:
+            for overhead, item in zip(overheads, phases, strict=True):
+                timed = [name for name in names if name not in counts]
+                row = " ".join(f"{name}={item.get(name, 0.0) * 1000:.0f}" for name in timed)
+                row += f" (requests: worker {item.get('requests', 0):.0f}, "
+                row += f"driver {item.get('driver_requests', 0):.0f})"
+                print(f"  node: overhead={overhead * 1000:.0f} {row}")
+        parts = ", ".join(
+            f"{name} {statistics.median(item.get(name, 0.0) for item in phases) * 1000:.0f}"
+            for name in names
+            if name not in counts
+        )
+        print(f"median ms per node: {parts}")
+        for name in counts:
+            values = [int(item.get(name, 0)) for item in phases]
+            print(
+                f"remote {name} per node: median {statistics.median(values):.0f}, "
+                f"total {sum(values)}"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -68,6 +68,9 @@ class Cluster:
         self._running: dict[Any, str] = {}
         self._lock = threading.Lock()
         self.cancelled = False
+        self.phases: list[dict[str, float]] = []
+        """Per computed node: seconds of each part of its trip (the worker's and the
+        driver's), for the benchmark."""
         self.overheads: list[float] = []
         """Per computed node: the driver's wall time minus the worker's executor time (what
         the cluster adds: scheduling, checkout, pulls of inputs, the entry's read)."""
@@ -80,7 +83,9 @@ class Cluster:
     def __call__(self, node: Node, context: ExecutionContext) -> ActionManifest:
         if node.kind not in DOCKER_KINDS:
             return run_node(node, context)
+        built = time.perf_counter()
         task = self._task(node, context)
+        built = time.perf_counter() - built
         avoid: set[str] = set()
         for attempt in (1, 2):
             started = time.perf_counter()
@@ -100,8 +105,20 @@ class Cluster:
                 continue
             with context.lock:
                 context.placements[node.id] = ran_on
+            replied, requests = time.perf_counter(), self.store.remote.requests
             found = self._entry(node, reply)
-            self.overheads.append(time.perf_counter() - started - float(reply["seconds"]))
+            done = time.perf_counter()
+            self.overheads.append(done - started - float(reply["seconds"]))
+            self.phases.append(
+                {
+                    **reply.get("phases", {}),
+                    "build": built,
+                    "round_trip": replied - started,
+                    "entry": done - replied,
+                    "executor": float(reply["seconds"]),
+                    "driver_requests": self.store.remote.requests - requests,
+                }
+            )
             return found
         raise AssertionError("unreachable")
 

@@ -11,13 +11,16 @@ the task. The reply is the stored entry's digest (or a coded error), never the o
 from __future__ import annotations
 
 import copy
+import json
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
+from agevalx.cache.backend import ActionId
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.location import default_cache_dir
 from agevalx.cache.manifest import ActionManifest
@@ -65,14 +68,18 @@ class NodeTask:
 
 
 def compute(task: NodeTask) -> dict[str, Any]:
-    """Compute the task's node here: `{"digest": <entry digest>, "seconds": <executor time>}`
-    or `{"error": {...}}`, with `ran_on`, this Ray node's id."""
+    """Compute the task's node here: `{"digest": <entry digest>, "seconds": <executor time>,
+    "phases": {...}}` or `{"error": {...}}`, with `ran_on`, this Ray node's id. `phases`
+    holds the seconds of each step around the executor and the remote requests made."""
     import ray
 
+    started = time.perf_counter()
     here = {"ran_on": ray.get_runtime_context().get_node_id()}
     try:
-        digest, seconds = _compute(task)
-        return {"digest": digest, "seconds": seconds, **here}
+        phases: dict[str, float] = {}
+        digest, seconds = _compute(task, phases)
+        phases["task"] = time.perf_counter() - started
+        return {"digest": digest, "seconds": seconds, "phases": phases, **here}
     except AgevalError as exc:
         return {"error": exc.to_dict(), **here}
     except Exception as exc:  # an executor bug is the node's failure, as it is locally
@@ -80,7 +87,15 @@ def compute(task: NodeTask) -> dict[str, Any]:
         return {"error": {"code": "node_failed", "message": message}, **here}
 
 
-def _compute(task: NodeTask) -> tuple[str, float]:
+def _compute(task: NodeTask, phases: dict[str, float]) -> tuple[str, float]:
+    mark = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        phases[name] = now - mark
+        mark = now
+
     if task.release != AGEVAL_VERSION:
         raise AgevalError(
             "cluster_release_mismatch",
@@ -88,39 +103,71 @@ def _compute(task: NodeTask) -> tuple[str, float]:
             hint="install the same ageval release on the driver and every worker",
         )
     join_session(task.session)
-    root = default_cache_dir()
-    remote = RemoteStore(
-        task.remote.url, options=task.remote.options, signing_key=signing_key_from_env()
-    )
-    store = LayeredStore(root, remote)
-    with store:
-        dataset = copy.copy(task.dataset)
-        dataset.root = checkout(store, remote, task.tree, root.parent / CHECKOUTS_DIR)
-        context = ExecutionContext(plan=_plan(task, dataset), store=store)
-        for name, (kind, key) in task.parents.items():
-            found = store.get_action(kind, key)
-            if found is None:
-                raise AgevalError(
-                    "cluster_input_missing",
-                    f"{name} ({kind} {key}) is not on remote {remote.location}",
-                    hint="the driver uploads every node it computes; check the remote's health",
-                )
-            context.results[name] = found
-        _ensure_images(task, context)
-        if task.node.kind == "run":  # a lost try's leftovers here are not this attempt's state
-            shutil.rmtree(attempt_dir(dataset.root, attempt_id(task.node)), ignore_errors=True)
-        failures = store.remote_stats.write_errors
-        started = time.perf_counter()
-        manifest = run_node(task.node, context)
-        seconds = time.perf_counter() - started
-        if store.remote_stats.write_errors > failures:
-            warnings = "; ".join(w.message for w in store.remote_stats.warnings)
+    store = worker_store(task.remote)
+    remote = store.remote
+    requests = remote.requests
+    lap("open")
+    dataset = copy.copy(task.dataset)
+    dataset.root = checkout(store, remote, task.tree, store.root.parent / CHECKOUTS_DIR)
+    lap("checkout")
+    context = ExecutionContext(plan=_plan(task, dataset), store=store)
+    wanted = {name: ActionId(kind, key) for name, (kind, key) in task.parents.items()}
+    held = store.get_actions(wanted.values())
+    for name, action in sorted(wanted.items()):
+        found = held[action]
+        if found is None:
             raise AgevalError(
-                "cluster_upload_failed",
-                f"{task.node.id} was computed but not uploaded to {remote.location}",
-                hint=warnings or "check the remote and the worker's credentials",
+                "cluster_input_missing",
+                f"{name} ({action.kind} {action.key}) is not on remote {remote.location}",
+                hint="the driver uploads every node it computes; check the remote's health",
             )
-        return entry_digest(manifest), seconds
+        context.results[name] = found
+    lap("inputs")
+    _ensure_images(task, context)
+    lap("images")
+    if task.node.kind == "run":  # a lost try's leftovers here are not this attempt's state
+        shutil.rmtree(attempt_dir(dataset.root, attempt_id(task.node)), ignore_errors=True)
+    failures, warned = store.remote_stats.write_errors, len(store.remote_stats.warnings)
+    started = time.perf_counter()
+    manifest = run_node(task.node, context)
+    seconds = time.perf_counter() - started
+    mark = time.perf_counter()
+    if store.remote_stats.write_errors > failures:
+        warnings = "; ".join(w.message for w in store.remote_stats.warnings[warned:])
+        raise AgevalError(
+            "cluster_upload_failed",
+            f"{task.node.id} was computed but not uploaded to {remote.location}",
+            hint=warnings or "check the remote and the worker's credentials",
+        )
+    digest = entry_digest(manifest)
+    lap("after")
+    phases["requests"] = remote.requests - requests
+    return digest, seconds
+
+
+_STORES: dict[tuple[str, str, str, str], LayeredStore] = {}
+"""This worker process's cache over each remote it was given, opened by its first task and
+kept for the next ones (the remote's client, its connections and its VERSION check are paid
+once per process, not once per node). A remote that tripped off is opened afresh."""
+_STORES_LOCK = threading.Lock()
+
+
+def worker_store(config: RemoteConfig) -> LayeredStore:
+    """This machine's cache (`$AGEVAL_CACHE_DIR`, else the default) layered over the remote
+    of `config`, with the signing key of this worker's environment."""
+    root = default_cache_dir()
+    key = signing_key_from_env()
+    options = json.dumps(config.options, sort_keys=True, default=str)
+    name = (str(root), config.url, options, digest_bytes(key) if key is not None else "")
+    with _STORES_LOCK:
+        found = _STORES.get(name)
+        if found is not None and found.remote.available:
+            return found
+        if found is not None:
+            found.close()
+        store = LayeredStore(root, RemoteStore(config.url, options=config.options, signing_key=key))
+        _STORES[name] = store
+        return store
 
 
 def entry_digest(manifest: ActionManifest) -> str:

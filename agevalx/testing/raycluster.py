@@ -80,12 +80,19 @@ class LocalRayCluster:
         self.docker = docker
         self.temp = Path(tempfile.mkdtemp(prefix="agray-", dir="/tmp"))  # short: unix sockets
         self.port = 0
+        self.client_port = 0
+        """The head's Ray Client server port (`ray://HOST:PORT`)."""
         self.nodes: dict[str, _Node] = {}
 
     @property
     def address(self) -> str:
         """The head's `HOST:PORT`, what `--cluster` takes."""
         return f"{HOST}:{self.port}"
+
+    @property
+    def client_address(self) -> str:
+        """The head's Ray Client address, `ray://HOST:PORT`, which `--cluster` takes too."""
+        return f"ray://{HOST}:{self.client_port}"
 
     def start(self) -> None:
         port = free_port()
@@ -126,10 +133,11 @@ class LocalRayCluster:
         ]
         if "--head" in args:
             self.port = int(next(a for a in args if a.startswith("--port=")).split("=", 1)[1])
-            command += [
-                f"--temp-dir={self.temp / 'ray'}",
-                f"--ray-client-server-port={free_port()}",
-            ]
+            given = [a for a in args if a.startswith("--ray-client-server-port=")]
+            self.client_port = int(given[0].split("=", 1)[1]) if given else free_port()
+            command.append(f"--temp-dir={self.temp / 'ray'}")
+            if not given:
+                command.append(f"--ray-client-server-port={self.client_port}")
             if not any(arg.startswith("--include-dashboard") for arg in args):
                 command.append("--include-dashboard=false")
         with log.open("wb") as out:

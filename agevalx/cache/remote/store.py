@@ -96,6 +96,8 @@ class RemoteStore:
         self.options = dict(options or {})
         """The fsspec storage options it was opened with (never credentials)."""
         self.stats = RemoteStats()
+        self.requests = 0
+        """Filesystem calls made so far (reads, stats, writes, listings): counted work."""
         self.fs, self.base = _open_filesystem(url, dict(self.options))
         self._local = _is_local(self.fs)
         self._s3 = type(self.fs).__name__ == "S3FileSystem"
@@ -320,6 +322,8 @@ class RemoteStore:
         """Run one filesystem call; any failure but absence or existence trips the remote."""
         if self._down is not None:
             raise self._unavailable()
+        with self._lock:
+            self.requests += 1
         try:
             return operation()
         except (FileNotFoundError, FileExistsError):

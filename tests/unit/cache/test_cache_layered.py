@@ -122,3 +122,19 @@ def test_layered_objects_stay_on_the_local_side_of_the_seam(tmp_path, make_actio
         tree = ObjectId("tree", manifest.outputs["workspace"].digest)
         assert layered.missing_objects([tree]) == set()
         assert layered.read_object(tree) == layered.remote.read_object(tree)
+
+
+def test_several_local_misses_are_pulled_in_one_transfer(store, make_action, tmp_path):
+    first, second = make_action(store, "one"), make_action(store, "two")
+    with RemoteStore(f"file://{tmp_path}/remote") as remote:
+        push(store, remote, all_entries(store))
+    absent = ActionId("run", "0" * 32)
+    with _layered(tmp_path, "machine-b") as layered:
+        found = layered.get_actions([ActionId.of(first), ActionId.of(second), absent])
+        assert found == {ActionId.of(first): first, ActionId.of(second): second, absent: None}
+        stats = layered.remote_stats
+        assert (stats.hits, stats.misses) == (2, 1)
+        assert layered.remote.requests > 0
+        pulled = layered.remote.requests
+        assert layered.get_actions([ActionId.of(first)]) == {ActionId.of(first): first}
+        assert layered.remote.requests == pulled  # a local hit asks the remote nothing

@@ -72,3 +72,30 @@ def test_result_json_names_a_retry_only_when_there_was_one() -> None:
     lost = plain.model_copy(update={"retried": "infrastructure: WorkerCrashedError; ran again"})
     assert '"retried":"infrastructure: WorkerCrashedError; ran again"' in lost.model_dump_json()
     assert NodeRef.model_validate_json(lost.model_dump_json()).retried == lost.retried
+
+
+def test_a_worker_process_opens_its_store_once_per_remote_and_again_after_an_outage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agevalx.cache.remote.config import RemoteConfig
+    from agevalx.cluster import worker
+
+    monkeypatch.setattr(worker, "_STORES", {})
+    monkeypatch.setenv("AGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("AGEVAL_CACHE_SIGNING_KEY", raising=False)
+    config = RemoteConfig(url=f"file://{tmp_path}/remote")
+    first = worker.worker_store(config)
+    assert worker.worker_store(config) is first
+    assert first.root == (tmp_path / "cache").absolute()
+    other = worker.worker_store(RemoteConfig(url=f"file://{tmp_path}/other"))
+    assert other is not first and other.remote.url.endswith("/other")
+    monkeypatch.setenv("AGEVAL_CACHE_SIGNING_KEY", "k" * 32)
+    signed = worker.worker_store(config)
+    assert signed is not first and signed.remote.signing_key is not None
+    monkeypatch.delenv("AGEVAL_CACHE_SIGNING_KEY")
+    first.remote._trip("test: the remote went away")  # a tripped remote is not reused
+    assert not first.remote.available
+    again = worker.worker_store(config)
+    assert again is not first and again.remote.available
+    for store in worker._STORES.values():
+        store.close()

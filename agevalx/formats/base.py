@@ -188,6 +188,11 @@ class Dataset(ABC):
     def dataset_file(self, name: str) -> Path:
         return self.root / name
 
+    def tasks_outside_root(self) -> tuple[str, ...]:
+        """Tasks resolved from outside the root: a cluster worker, which gets only the root's
+        files, cannot run them."""
+        return ()
+
     def profiles_path(self) -> Path | None:
         """The profiles file in use: `--profiles`, else the dataset's own profiles.yaml."""
         if self.binding.profiles is not None:

@@ -92,6 +92,10 @@ class HarborDataset(Dataset):
     def task_dir(self, task_id: str) -> Path:
         return self.task_dirs.get(task_id) or self.root / task_id
 
+    def tasks_outside_root(self) -> tuple[str, ...]:
+        # A job config's `datasets`/`tasks` are resolved from its own paths, even under the root.
+        return self.task_ids if self.options.has_job_sources else tuple(sorted(self.task_dirs))
+
     def task_spec(self, task_id: str, *, templates: bool = False) -> HarborTaskSpec:
         """The resolved task (env templates from the host, unless `templates`)."""
         assert self.source is not None

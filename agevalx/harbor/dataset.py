@@ -58,6 +58,19 @@ class HarborSource:
         self._task_warnings: dict[str, list[HarborWarning]] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy on another machine (a cluster worker) gets: the options and the job
+        config, not the lock nor the specs resolved here, whose paths are this machine's;
+        the copy resolves its tasks again under its own root."""
+        state = dict(self.__dict__)
+        del state["_lock"]
+        state["_specs"], state["_task_warnings"] = {}, {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def load(self, path: Path | None, templates: bool) -> HarborJob:
         """Resolve the tasks of `path` (and of the job config's `datasets`/`tasks`)."""
         return load_harbor_tasks(

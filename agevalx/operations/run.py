@@ -281,9 +281,25 @@ def _cluster(request: RunRequest, store: CacheStore) -> Iterator[Cluster | None]
         yield cluster
 
 
+def _check_clusterable(dataset: Dataset) -> None:
+    outside = dataset.tasks_outside_root()
+    if outside:
+        shown = ", ".join(outside[:5]) + (", ..." if len(outside) > 5 else "")
+        raise UsageError(
+            "cluster_tasks_outside_dataset",
+            f"the workers get only the dataset directory's files, and {len(outside)} task(s) "
+            f"come from elsewhere (a job config's datasets/tasks): {shown}",
+            field="--cluster",
+            hint="run the task directory itself (ageval run DIR --cluster ...), or run without "
+            "--cluster",
+        )
+
+
 def _execute(
     planned: Plan, request: RunRequest, store: CacheStore, callbacks: _Callbacks
 ) -> ExecutionReport:
+    if callbacks.cluster is not None:
+        _check_clusterable(dataset_of(planned))
     revalidate_images(planned)
     if callbacks.on_plan is not None:
         callbacks.on_plan(planned)

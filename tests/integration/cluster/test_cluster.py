@@ -254,11 +254,6 @@ def test_cluster_without_a_remote_is_a_coded_usage_error(
     assert "--remote" in document["error"]["hint"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17: a Harbor dataset's NodeTask does not serialise through Ray yet "
-    "(TypeError: Could not serialize the argument NodeTask)",
-)
 def test_a_harbor_dataset_with_an_outside_profiles_file_runs_on_workers_without_a_checkout(
     cluster: LocalRayCluster, walk: Walk, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

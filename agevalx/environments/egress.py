@@ -13,19 +13,23 @@ hosts and `egress_allow`. ACP runs over `docker exec`, which needs no network.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from docker.errors import DockerException
 
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
 from agevalx.environments.owners import owner_labels, reap_networks
+
+if TYPE_CHECKING:
+    from agevalx.environments.container import ContainerSpec
 
 PROXY_IMAGE = "ageval/base:bookworm"
 """The proxy runs this image's stock python3."""
@@ -60,6 +64,15 @@ class EgressFence:
         proxy = f"http://{PROXY_NAME}:{PROXY_PORT}"
         values = {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "NO_PROXY": HOST_ALIAS}
         return tuple((name, value) for key, value in values.items() for name in (key, key.lower()))
+
+    def behind(self, spec: ContainerSpec) -> ContainerSpec:
+        """`spec` on this fence's network only, with its proxy variables and no host alias."""
+        return dataclasses.replace(
+            spec,
+            network=self.network,
+            host_gateway=False,
+            environment=(*spec.environment, *self.environment),
+        )
 
     @classmethod
     def create(

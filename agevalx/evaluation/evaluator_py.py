@@ -260,12 +260,7 @@ class EvaluatorPy(Verifier):
             runtime = HostPython(version=str(host.get("python_version", "3.12")))
         fence = scoring_fence(session.lock, session.attempt_id, routes.gateway_port)
         if fence is not None:
-            spec = dataclasses.replace(
-                spec,
-                network=fence.network,
-                host_gateway=False,
-                environment=(*spec.environment, *fence.environment),
-            )
+            spec = fence.behind(spec)
         environment = {}
         role = session.lock.task.evaluation.judge
         if role is not None:

@@ -363,12 +363,7 @@ class HarborVerifier(Verifier):
         fence = scoring_fence(session.lock, session.attempt_id, self.gateway_port)
         spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
         if fence is not None:
-            spec = dataclasses.replace(
-                spec,
-                network=fence.network,
-                host_gateway=False,
-                environment=(*spec.environment, *fence.environment),
-            )
+            spec = fence.behind(spec)
         else:
             spec = dataclasses.replace(spec, network=scoring_network(host))
         try:

@@ -9,7 +9,6 @@ quotas, the committed image) is the same for all.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 import os
 import shutil
@@ -208,12 +207,7 @@ def start_environment(
     spec = runtime.container_spec(base)
     fence = _fence(lock, label, gateway_port)
     if fence is not None:
-        spec = dataclasses.replace(
-            spec,
-            network=fence.network,
-            host_gateway=False,
-            environment=(*spec.environment, *fence.environment),
-        )
+        spec = fence.behind(spec)
     environment = AttemptEnvironment.start(
         spec,
         lock.task.limits.environment_seconds,

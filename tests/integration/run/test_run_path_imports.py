@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.run_path_modules import loaded
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,15 +28,6 @@ with contextlib.redirect_stdout(io.StringIO()) as out:
 print(json.dumps({"code": code, "run": json.loads(out.getvalue()), "modules": sorted(sys.modules)}))
 """
 
-NOT_FOR_AN_ORACLE_RUN = ("acp", "aiohttp", "rich")
-AGEVALX_NOT_FOR_AN_ORACLE_RUN = (
-    "agevalx.agents.acp.executor",
-    "agevalx.formats.harbor",
-    "agevalx.gateway.server",
-    "agevalx.harbor",
-    "agevalx.reports",
-)
-
 
 def run_probe(cache: Path, *args: str) -> dict[str, Any]:
     done = subprocess.run(
@@ -45,20 +38,6 @@ def run_probe(cache: Path, *args: str) -> dict[str, Any]:
     )
     probe: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return probe
-
-
-def loaded(modules: list[str]) -> list[str]:
-    roots = {name.split(".")[0] for name in modules}
-    found = [name for name in NOT_FOR_AN_ORACLE_RUN if name in roots]
-    found += [
-        name
-        for name in modules
-        if any(
-            name == package or name.startswith(package + ".")
-            for package in AGEVALX_NOT_FOR_AN_ORACLE_RUN
-        )
-    ]
-    return found
 
 
 def test_a_fresh_oracle_attempt_imports_no_acp_gateway_server_rich_or_harbor(

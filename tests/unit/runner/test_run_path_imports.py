@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.run_path_modules import loaded
+
 pytestmark = pytest.mark.unit
 
 DATASET = Path(__file__).parents[3] / "examples" / "datasets" / "minimal-demo"
@@ -34,31 +36,6 @@ executors().get("acp")
 snapshots["acp"] = sorted(sys.modules)
 print(json.dumps(snapshots))
 """
-
-NOT_FOR_AN_ORACLE_RUN = ("acp", "aiohttp", "rich")
-AGEVALX_NOT_FOR_AN_ORACLE_RUN = (
-    "agevalx.agents.acp.executor",
-    "agevalx.formats.harbor",
-    "agevalx.gateway.server",
-    "agevalx.harbor",
-    "agevalx.reports",
-)
-
-
-def loaded(modules: list[str]) -> list[str]:
-    """The modules of NOT_FOR_AN_ORACLE_RUN (by top-level package) and of
-    AGEVALX_NOT_FOR_AN_ORACLE_RUN (a package and its submodules) among `modules`."""
-    roots = {name.split(".")[0] for name in modules}
-    found = [name for name in NOT_FOR_AN_ORACLE_RUN if name in roots]
-    found += [
-        name
-        for name in modules
-        if any(
-            name == package or name.startswith(package + ".")
-            for package in AGEVALX_NOT_FOR_AN_ORACLE_RUN
-        )
-    ]
-    return found
 
 
 @pytest.fixture(scope="module")

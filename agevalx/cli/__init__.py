@@ -76,11 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a traceback reaching the user is a bug: say so in one line
         if os.environ.get("AGEVAL_DEBUG"):
             raise
+        from agevalx.cli.crash import write_crash_report
+
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        report = write_crash_report(exc, args)
+        where = f"its traceback is in {report}" if report else "rerun with AGEVAL_DEBUG=1"
         error = AgevalError(
             "internal_error",
             detail,
-            hint="this is a bug in ageval; rerun with AGEVAL_DEBUG=1 for the traceback",
+            hint=f"this is a bug in ageval; {where} (please attach it to a bug report)",
         )
         render_error(error, as_json=as_json)
         return 1

@@ -481,10 +481,7 @@ def remove_leftover_containers(attempt: str, keep: str | None) -> None:
     """Remove what an interrupted process left for this attempt: scoring containers, and an
     environment it created but had not recorded yet (killed between create and record);
     `keep` is the recorded environment, which a resume may re-attach."""
-    labels = [f"{ATTEMPT_LABEL}={attempt}"]
-    for container in client().containers.list(all=True, filters={"label": labels}):
-        if container.id != keep:
-            AttemptContainer(container).remove()
+    _remove_labelled(f"{ATTEMPT_LABEL}={attempt}", keep=keep)
 
 
 def join_session(session: str) -> None:
@@ -498,12 +495,23 @@ def remove_session_containers() -> int:
     """Remove every container this process started (after Ctrl-C or a crash), once the
     background removals are done."""
     wait_for_removals()
-    removed = 0
     try:
-        found = client().containers.list(all=True, filters={"label": f"{LABEL}.session={SESSION}"})
+        return _remove_labelled(f"{LABEL}.session={SESSION}")
     except EnvironmentFailure:
         return 0
+
+
+def _remove_labelled(label: str, keep: str | None = None) -> int:
+    """Remove every container labelled `label` (but `keep`); how many were asked to go.
+
+    One listing call and one removal per container: a container that goes away meanwhile
+    (removed in the background, or by another process of the session: a cluster worker on
+    this machine) is not an error, as it is for the SDK's `containers.list`, which inspects
+    each container it lists."""
+    engine = client().api
+    listed = engine.containers(all=True, filters={"label": label})
+    found = [item["Id"] for item in listed if item["Id"] != keep]
     for container in found:
-        AttemptContainer(container).remove()
-        removed += 1
-    return removed
+        with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone
+            engine.remove_container(container, force=True)
+    return len(found)

@@ -5,6 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-docker.sh
+# The parity tests need the real harbor (a venv of its own, minutes of pip): it installs in
+# the background while lint, types and unit tests run; a test that needs it waits on its lock.
+harbor_log=$(mktemp)
+.venv/bin/python -m agevalx.testing.harbor >"$harbor_log" 2>&1 &
+harbor_install=$!
 echo "== ruff"
 .venv/bin/ruff check agevalx tests benchmarks
 .venv/bin/ruff format --check agevalx tests benchmarks
@@ -21,6 +26,8 @@ parallel=0
 echo "== integration tests that change engine-wide state"
 serial=0
 .venv/bin/pytest -q -m "not unit and serial" || serial=$?
+wait "$harbor_install" || true
+echo "== the background install of harbor said: $(cat "$harbor_log")"
 if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ]; then
   echo "integration tests failed (parallel phase: exit $parallel, serial phase: exit $serial)" >&2
   exit 1

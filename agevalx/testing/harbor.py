@@ -3,12 +3,15 @@
 `install_harbor` puts the pinned `harbor` package (from the package index) into a venv of a
 Python >= 3.12 under `~/.cache/ageval-test/harbor-venv` and returns its `harbor` program;
 when that cannot be done it raises `HarborUnavailable` with the reason (tests skip with it,
-benchmarks print it). `run_offline` runs a program with Harbor's telemetry and LiteLLM's
-price-list download turned off.
+benchmarks print it). `python -m agevalx.testing.harbor` installs it and says how it went
+(the test command runs it in the background while the lint and unit tests run).
+`run_offline` runs a program with Harbor's telemetry and LiteLLM's price-list download
+turned off.
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import shutil
@@ -50,7 +53,16 @@ def python312() -> str | None:
 
 
 def install_harbor() -> Path:
-    """The `harbor` program of `HARBOR_VERSION`, installed on first use."""
+    """The `harbor` program of `HARBOR_VERSION`, installed on first use. One process installs
+    at a time (a lock file beside the venv): the test command starts the install in the
+    background, and the parity tests of two pytest workers may ask for it at once."""
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(VENV.parent / f"{VENV.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install()
+
+
+def _install() -> Path:
     harbor = VENV / "bin" / "harbor"
     marker = VENV / f".harbor-{HARBOR_VERSION}"
     if harbor.exists() and marker.exists():
@@ -73,3 +85,10 @@ def install_harbor() -> Path:
         raise HarborUnavailable("Harbor's docker environment needs the `docker compose` v2 plugin")
     marker.touch()
     return harbor
+
+
+if __name__ == "__main__":
+    try:
+        print(f"harbor {HARBOR_VERSION}: {install_harbor()}")
+    except HarborUnavailable as exc:
+        print(f"harbor {HARBOR_VERSION} is unavailable: {exc}")

@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -125,11 +126,16 @@ def _compute(task: NodeTask, phases: dict[str, float]) -> tuple[str, float]:
     lap("inputs")
     _ensure_images(task, context)
     lap("images")
-    if task.node.kind == "run":  # a lost try's leftovers here are not this attempt's state
-        shutil.rmtree(attempt_dir(dataset.root, attempt_id(task.node)), ignore_errors=True)
+    scratch = scratch_dir(task.node, dataset.root)
+    if scratch is not None:  # a lost try's leftovers here are not this attempt's state
+        shutil.rmtree(scratch, ignore_errors=True)
     failures, warned = store.remote_stats.write_errors, len(store.remote_stats.warnings)
     started = time.perf_counter()
-    manifest = run_node(task.node, context)
+    try:
+        manifest = run_node(task.node, context)
+    finally:  # the outputs are in the cache: the journals written on the way are the driver's
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.perf_counter() - started
     mark = time.perf_counter()
     if store.remote_stats.write_errors > failures:
@@ -168,6 +174,18 @@ def worker_store(config: RemoteConfig) -> LayeredStore:
         store = LayeredStore(root, RemoteStore(config.url, options=config.options, signing_key=key))
         _STORES[name] = store
         return store
+
+
+def scratch_dir(node: Node, root: Path) -> Path | None:
+    """Where the node's executor writes its journals under the dataset (`.ageval/runs/<id>`):
+    on a worker, that is the shared checkout, which keeps only the dataset's files."""
+    if node.kind in ("run", "evaluate"):
+        return attempt_dir(root, attempt_id(node))
+    if node.kind == "replay":
+        from agevalx.operations.replay import replay_id
+
+        return attempt_dir(root, replay_id(node))
+    return None
 
 
 def entry_digest(manifest: ActionManifest) -> str:

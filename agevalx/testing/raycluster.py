@@ -181,6 +181,14 @@ class LocalRayCluster:
         lines = done.stdout.strip().splitlines()
         return int(lines[-1]) if lines and lines[-1].isdigit() else 0
 
+    def client_server_logs(self) -> str:
+        """The tails of the head's Ray Client server logs (why a `ray://` session failed)."""
+        tails = [
+            f"{path.name}: {path.read_text(errors='replace')[-1500:]}"
+            for path in sorted(self.temp.glob("ray/session_*/logs/ray_client_server*.err"))
+        ]
+        return "\n".join(tails)
+
     def log_tail(self, name: str) -> str:
         try:
             return self.nodes[name].log.read_text(errors="replace")[-2000:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -119,12 +120,13 @@ def ageval(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[st
     return code, json.loads(out)
 
 
-def job_dataset(target: Path) -> Path:
-    """runcases' ageval.yaml and profiles with four tasks (two copies under other ids)."""
+def job_dataset(target: Path, more: dict[str, str] | None = None) -> Path:
+    """runcases' ageval.yaml and profiles with four tasks (two copies under other ids), and
+    `more` copies (id: source) whose keys no other test computes."""
     target.mkdir(parents=True)
     for name in ("ageval.yaml", "profiles.yaml"):
         shutil.copy(RUNCASES / name, target / name)
-    for task, source in {**TASKS, **COPIES}.items():
+    for task, source in {**TASKS, **COPIES, **(more or {})}.items():
         shutil.copytree(RUNCASES / "tasks" / source, target / "tasks" / task)
         spec = target / "tasks" / task / "task.yaml"
         spec.write_text(spec.read_text().replace(f"task_id: {source}", f"task_id: {task}"))
@@ -149,11 +151,17 @@ def add_remote(capsys: pytest.CaptureFixture[str], walk: Walk, cache: Path) -> N
     assert code == 0
 
 
-def failures(document: dict[str, Any]) -> list[Any]:
-    """What went wrong, for an assertion's message."""
-    return [item["error"]["message"] for item in document.get("nodes", []) if "error" in item] or [
-        document.get("error")
-    ]
+def failures(document: dict[str, Any]) -> str:
+    """What went wrong, for an assertion's message: every error whole, and the traceback of
+    an internal error (its crash report, which the hint names)."""
+    errors = [item["error"] for item in document.get("nodes", []) if "error" in item]
+    errors += [document["error"]] if "error" in document else []
+    lines = [json.dumps(error, sort_keys=True) for error in errors]
+    for error in errors:
+        report = re.search(r"traceback is in (\S+) ", error.get("hint") or "")
+        if report and Path(report.group(1)).is_file():
+            lines.append(Path(report.group(1)).read_text(errors="replace"))
+    return "\n".join(lines) or "no error reported"
 
 
 def by_attempt(document: dict[str, Any]) -> dict[tuple[str, int], tuple[str, Any]]:
@@ -205,6 +213,7 @@ def test_a_k2_job_of_four_tasks_spreads_over_the_workers_as_a_local_run_scores_i
     assert {v[0] for v in by_attempt(local).values()} == {"PASS"}
     keys = {i["id"]: i["key"] for i in clustered["nodes"]}
     assert keys == {i["id"]: i["key"] for i in local["nodes"]}
+    assert scratch_left(walk) == []
 
 
 def test_a_rerun_on_the_cluster_computes_nothing_and_a_local_run_of_its_entries_is_identical(
@@ -278,6 +287,13 @@ def test_a_harbor_dataset_with_an_outside_profiles_file_runs_on_workers_without_
     assert len(docker_nodes) == 4 and all(item.get("ran_on") for item in docker_nodes)
     restored = list(walk.root.glob("worker-*/ageval-checkouts/*/hello/task.toml"))
     assert restored, "no worker restored the Harbor dataset's tree"
+    assert scratch_left(walk) == []
+
+
+def scratch_left(walk: Walk) -> list[Path]:
+    """The attempts' journal directories the workers left in their checkouts (the outputs are
+    in the cache; a checkout keeps only the dataset's files)."""
+    return list(walk.root.glob("worker-*/ageval-checkouts/*/.ageval/runs/*"))
 
 
 def test_a_ray_client_address_runs_a_job_through_the_heads_client_server(
@@ -291,12 +307,48 @@ def test_a_ray_client_address_runs_a_job_through_the_heads_client_server(
         capsys, "run", str(dataset), "--task", "echo-pass", "--task", "three-steps", "--fresh",
         *remote_args(walk, driver), "--cluster", cluster.client_address,
     )  # fmt: skip
-    assert code == 0, failures(document)
+    assert code == 0, f"{failures(document)}\n{cluster.client_server_logs()}"
     runs = [item for item in document["nodes"] if item["kind"] in ("run", "evaluate")]
     assert runs and {item["outcome"] for item in runs} == {"computed"}
     assert all(item.get("ran_on") for item in runs)
     assert {v[0] for v in by_attempt(document).values()} == {"PASS"}
     assert len(document["results"]) == 2
+
+
+def test_an_attempt_kept_on_the_cluster_is_forked_on_the_cluster_from_its_checkpoint(
+    cluster: LocalRayCluster, walk: Walk, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The source's checkpoints are stored by a worker (on the remote); the fork's run node
+    restores one on whichever worker runs it, and the driver lists and records the lineage."""
+    dataset = job_dataset(tmp_path / "dataset", {"steps-to-fork": "three-steps"})
+    driver = tmp_path / "driver"
+    add_remote(capsys, walk, driver)
+    clustered = [*remote_args(walk, driver), "--cluster", cluster.address]
+    code, ran = ageval(
+        capsys, "run", str(dataset), "--task", "steps-to-fork", "--keep-recovery-state",
+        *clustered,
+    )  # fmt: skip
+    assert code == 0, failures(ran)
+    assert next(i for i in ran["nodes"] if i["kind"] == "run").get("ran_on")
+    source = ran["results"][0]["attempt_id"]
+    code, listing = ageval(capsys, "checkpoints", str(dataset), "--run", source)
+    assert code == 0 and [p["step"] for p in listing["checkpoints"]] == [0, 1, 2], listing
+    second = listing["checkpoints"][1]
+    code, forked = ageval(
+        capsys, "run", str(dataset), "--task", "steps-to-fork", "--fork", source,
+        "--checkpoint", str(second["seq"]), "--model", "mock-model-2", *clustered,
+    )  # fmt: skip
+    assert code == 0, failures(forked)
+    child = forked["results"][0]
+    assert child["status"] == "PASS" and child["attempt_id"] != source
+    assert child["forked_from"] == {"attempt_id": source, "checkpoint": second["key"]}
+    run = next(item for item in forked["nodes"] if item["kind"] == "run")
+    assert run["outcome"] == "computed" and run.get("ran_on")
+    written = json.loads(
+        (dataset / ".ageval/runs" / child["attempt_id"] / "result.json").read_text()
+    )
+    assert written["forked_from"] == child["forked_from"]
+    assert scratch_left(walk) == []
 
 
 def _attempt_owner_pids() -> set[int]:

@@ -69,6 +69,7 @@ def timed_job(dataset: Path, store: CacheStore, k: int, dispatch: object = None)
             report = execute(planned, store, workers=2)
         else:
             report = execute(planned, store, workers=2, dispatch=dispatch)  # type: ignore[arg-type]
+            dispatch.settle()  # type: ignore[attr-defined]
     finally:
         remove_session_containers()
     elapsed = time.perf_counter() - started
@@ -130,6 +131,11 @@ def main() -> None:
             f"{statistics.median(overheads) * 1000:.0f} ms, max {max(overheads) * 1000:.0f} ms"
         )
         print(f"empty task round trip on a warm worker: {trip * 1000:.1f} ms")
+        pulls = ray_cluster.pulls
+        print(
+            f"driver's background pull of a computed node's objects (off the node's path): "
+            f"median {statistics.median(pulls) * 1000:.0f} ms over {len(pulls)} nodes"
+        )
         names = sorted({name for item in phases for name in item})
         counts = ("requests", "driver_requests")
         if args.nodes:

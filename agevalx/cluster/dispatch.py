@@ -7,6 +7,12 @@ attempt again by itself), every other node is computed in this process as locall
 worker uploads the outputs to the shared remote and returns the entry's digest; the driver
 reads the entry through its layered cache (every object re-hashed).
 
+The driver does not wait for a computed node's objects: it reads the entry alone (its
+signature checked, when the remote is signed), hands it to the scheduler, and pulls the
+objects in the background (each re-hashed, the entry written to its cache last, as any pull).
+The workers need only the entry's key; a node of the driver (a summary, a leaderboard) and
+the attempts' result files wait until every pull has landed (`settle`).
+
 A try lost to the infrastructure (the worker process or its machine died) is run once more,
 on another machine when there is one, and the node's report says why; a second loss is the
 node's failure, `cluster_worker_lost`. Ctrl-C cancels every task (force: the workers are
@@ -15,14 +21,17 @@ ended) and removes the containers they left on every machine.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
 import networkx as nx
 
+from agevalx.cache.backend import ActionId
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.remote.config import RemoteConfig
@@ -41,6 +50,8 @@ DOCKER_KINDS = frozenset({"image", "scoring_image", "scoring_host", "run", "eval
 """Node kinds whose action needs a Docker engine: they run on the workers."""
 RESOURCE = "docker"
 CLEANUP_SECONDS = 30.0
+PULLERS = 2
+"""Background pulls of computed nodes' objects at once (each is itself concurrent)."""
 
 
 class Cluster:
@@ -67,10 +78,15 @@ class Cluster:
         self._trees: dict[int, str] = {}
         self._running: dict[Any, str] = {}
         self._lock = threading.Lock()
+        self._puller = ThreadPoolExecutor(max_workers=PULLERS, thread_name_prefix="ageval-pull")
+        self._pulls: dict[str, Future[ActionManifest | None]] = {}
+        """The background pull of each computed node's objects, by node id."""
         self.cancelled = False
         self.phases: list[dict[str, float]] = []
         """Per computed node: seconds of each part of its trip (the worker's and the
         driver's), for the benchmark."""
+        self.pulls: list[float] = []
+        """Per computed node: seconds of the background pull of its objects."""
         self.overheads: list[float] = []
         """Per computed node: the driver's wall time minus the worker's executor time (what
         the cluster adds: scheduling, checkout, pulls of inputs, the entry's read)."""
@@ -82,6 +98,7 @@ class Cluster:
 
     def __call__(self, node: Node, context: ExecutionContext) -> ActionManifest:
         if node.kind not in DOCKER_KINDS:
+            self.settle()  # a node of the driver reads its parents' objects here
             return run_node(node, context)
         built = time.perf_counter()
         task = self._task(node, context)
@@ -179,15 +196,31 @@ class Cluster:
             )
         # Create-only: when two nodes of one key ran at once (two tasks' identical images),
         # the first entry stored is the one every machine reads, whatever this reply says.
-        found = self.store.get_action(node.kind, node.key)
+        found = self.store.remote.read_entry(ActionId(node.kind, node.key))
         if found is None:
-            raise AgevalError(
-                "cluster_entry_unusable",
-                f"the worker stored {node.id} ({reply['digest']}), but its entry on remote "
-                f"{self.store.remote.location} is missing or unusable",
-                hint="see the remote's warnings; the node is recomputed by the next run",
-            )
+            raise _unusable(node.id, self.store.remote.location)
+        with self._lock:
+            self._pulls[node.id] = self._puller.submit(self._pull, node)
         return found
+
+    def _pull(self, node: Node) -> ActionManifest | None:
+        started = time.perf_counter()
+        found = self.store.get_action(node.kind, node.key)
+        with self._lock:
+            self.pulls.append(time.perf_counter() - started)
+        return found
+
+    def settle(self) -> None:
+        """Wait until the objects of every node computed so far are in the driver's cache
+        (re-hashed, entry written last); a node whose pull failed fails the run here."""
+        with self._lock:
+            pulls = dict(self._pulls)
+        lost = sorted(name for name, pull in pulls.items() if pull.result() is None)
+        with self._lock:
+            for name in pulls:
+                self._pulls.pop(name, None)
+        if lost:
+            raise _unusable(", ".join(lost), self.store.remote.location)
 
     def _alive_workers(self) -> set[str]:
         return {
@@ -220,7 +253,17 @@ class Cluster:
         self.ray.wait(cleanups, num_returns=len(cleanups), timeout=CLEANUP_SECONDS)
 
     def close(self) -> None:
+        self._puller.shutdown(wait=True, cancel_futures=True)
         self.ray.shutdown()
+
+
+def _unusable(nodes: str, remote: str) -> AgevalError:
+    return AgevalError(
+        "cluster_entry_unusable",
+        f"a worker stored {nodes}, but the entry or an object it reaches on remote {remote} "
+        "is missing or unusable",
+        hint="see the remote's warnings; the node is recomputed by the next run",
+    )
 
 
 def _remove_containers(session: str) -> int:
@@ -256,6 +299,7 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, **_joining(address))
     except (ConnectionError, RuntimeError, ValueError) as exc:
+        _forget_connection(ray)
         raise UsageError(
             "cluster_unreachable",
             f"cannot connect to the Ray cluster at {address}: {exc}",
@@ -276,6 +320,14 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+def _forget_connection(ray: Any) -> None:
+    """After a failed `ray.init`, drop what it set up (a Ray Client session half made): the
+    next connection of this process (a notebook's, a test's) would otherwise find it and
+    fail on it."""
+    with contextlib.suppress(Exception):
+        ray.shutdown()
 
 
 def _joining(address: str) -> dict[str, str]:

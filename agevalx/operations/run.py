@@ -314,7 +314,7 @@ def _execute(
         remove_session_containers()
 
     try:
-        return execute(
+        report = execute(
             planned,
             store,
             workers=workers,
@@ -323,6 +323,9 @@ def _execute(
             on_start=callbacks.on_start,
             dispatch=cluster or run_node,
         )
+        if cluster is not None:  # the result files read what the workers computed
+            cluster.settle()
+        return report
     finally:
         remove_session_containers()
 

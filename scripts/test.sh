@@ -22,10 +22,10 @@ echo "== unit tests"
 # Both phases run even when the first fails, so one run reports every failure.
 echo "== integration tests"
 parallel=0
-.venv/bin/pytest -q -m "not unit and not serial" -n 2 --dist loadfile || parallel=$?
+.venv/bin/pytest -q -m "not unit and not serial" -n 2 --dist loadfile --durations=15 || parallel=$?
 echo "== integration tests that change engine-wide state"
 serial=0
-.venv/bin/pytest -q -m "not unit and serial" || serial=$?
+.venv/bin/pytest -q -m "not unit and serial" --durations=10 || serial=$?
 wait "$harbor_install" || true
 echo "== the background install of harbor said: $(cat "$harbor_log")"
 if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ]; then

@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from agevalx.cache.backend import ObjectId, blobs_of
+from agevalx.cache.closure import WORKERS
 from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import TreeManifest
 from agevalx.cache.remote.store import RemoteStore
@@ -28,9 +31,11 @@ def publish_checkout(store: CacheStore, remote: RemoteStore, root: Path) -> str:
     manifest = store.put_tree(root, exclude=list(EXCLUDED))
     wanted = {*blobs_of(manifest), ObjectId("tree", manifest.digest)}
     missing = remote.missing_objects(wanted)
-    for obj in sorted(o for o in missing if o.type == "blob"):
-        remote.write_object(obj, store.read_object(obj))
-    if ObjectId("tree", manifest.digest) in missing:
+    _each(
+        lambda obj: remote.write_object(obj, store.read_object(obj)),
+        sorted(o for o in missing if o.type == "blob"),
+    )
+    if ObjectId("tree", manifest.digest) in missing:  # last: its blobs are all there
         remote.write_object(ObjectId("tree", manifest.digest), manifest.canonical_bytes())
     return manifest.digest
 
@@ -45,8 +50,10 @@ def checkout(store: CacheStore, remote: RemoteStore, digest: str, parent: Path) 
     if not store.has_tree(digest):
         data = remote.read_object(tree)
         manifest = TreeManifest.from_bytes(data, source=f"tree {digest}")
-        for obj in sorted(store.missing_objects(blobs_of(manifest))):
-            store.write_object(obj, remote.read_object(obj))
+        _each(
+            lambda obj: store.write_object(obj, remote.read_object(obj)),
+            sorted(store.missing_objects(blobs_of(manifest))),
+        )
         store.write_object(tree, data)
     parent.mkdir(parents=True, exist_ok=True)
     staging = parent / f".{digest}.{uuid.uuid4().hex[:8]}"
@@ -63,3 +70,11 @@ def checkout(store: CacheStore, remote: RemoteStore, digest: str, parent: Path) 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _each(copy: Callable[[ObjectId], object], objects: list[ObjectId]) -> None:
+    """`copy` every object, `WORKERS` at once (a dataset of thousands of files is thousands of
+    round trips to the remote); the first failure is raised once the others are done."""
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for _ in pool.map(copy, objects):
+            pass

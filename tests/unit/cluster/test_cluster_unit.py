@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from agevalx.cache.backend import ObjectId
+from agevalx.cache.errors import CacheError
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 from agevalx.cluster.checkout import checkout, publish_checkout
 from agevalx.cluster.dispatch import _joining, connected
 from agevalx.errors import UsageError
+from agevalx.hashing import digest_bytes
 from agevalx.results.models import NodeRef
 
 pytestmark = pytest.mark.unit
@@ -99,3 +102,27 @@ def test_a_worker_process_opens_its_store_once_per_remote_and_again_after_an_out
     assert again is not first and again.remote.available
     for store in worker._STORES.values():
         store.close()
+
+
+def test_a_checkout_of_many_files_is_whole_and_a_tampered_blob_restores_nothing(
+    tmp_path: Path,
+) -> None:
+    dataset = tmp_path / "dataset"
+    for index in range(60):
+        (dataset / f"tasks/t{index}").mkdir(parents=True)
+        (dataset / f"tasks/t{index}/data.txt").write_text(f"{index}\n")
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    with CacheStore(tmp_path / "driver") as driver, RemoteStore(f"file://{remote_dir}") as remote:
+        digest = publish_checkout(driver, remote, dataset)
+        with CacheStore(tmp_path / "worker") as worker:
+            restored = checkout(worker, remote, digest, tmp_path / "checkouts")
+        assert sorted(p.read_text() for p in restored.glob("tasks/*/data.txt")) == sorted(
+            f"{index}\n" for index in range(60)
+        )
+        tampered = remote_dir / remote._object_path(ObjectId("blob", digest_bytes(b"7\n")))
+        assert tampered.read_bytes() == b"7\n"
+        tampered.write_bytes(b"8\n")
+        with CacheStore(tmp_path / "other") as worker, pytest.raises(CacheError):
+            checkout(worker, remote, digest, tmp_path / "other-checkouts")
+    assert not (tmp_path / "other-checkouts" / digest).exists()

@@ -33,8 +33,14 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 """Each node's object store: the replies are a few hundred bytes."""
 
 
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_raylet_start_wait_time_s": "180"}
-"""No usage reports; a slow start on a loaded 2-core machine is not a failure."""
+RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_raylet_start_wait_time_s": "180",
+    "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120",
+}
+"""No usage reports; a slow start on a loaded 2-core machine is not a failure: neither a
+raylet's nor that of the Ray Client server the head starts for each `ray://` driver (a new
+Python process importing Ray, which Ray gives 30 s by default)."""
 
 
 def descendants(pid: int) -> set[int]:

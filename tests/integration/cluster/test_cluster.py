@@ -122,7 +122,8 @@ def ageval(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[st
 
 def job_dataset(target: Path, more: dict[str, str] | None = None) -> Path:
     """runcases' ageval.yaml and profiles with four tasks (two copies under other ids), and
-    `more` copies (id: source) whose keys no other test computes."""
+    `more` copies (id: source). A copy's attempts have the same keys as its source's: keys
+    are made of content, not of task ids."""
     target.mkdir(parents=True)
     for name in ("ageval.yaml", "profiles.yaml"):
         shutil.copy(RUNCASES / name, target / name)
@@ -321,6 +322,8 @@ def test_an_attempt_kept_on_the_cluster_is_forked_on_the_cluster_from_its_checkp
     """The source's checkpoints are stored by a worker (on the remote); the fork's run node
     restores one on whichever worker runs it, and the driver lists and records the lineage."""
     dataset = job_dataset(tmp_path / "dataset", {"steps-to-fork": "three-steps"})
+    with (dataset / "tasks/steps-to-fork/run.py").open("a") as run_py:
+        run_py.write("# not the three-steps of the other tests: a run key of its own\n")
     driver = tmp_path / "driver"
     add_remote(capsys, walk, driver)
     clustered = [*remote_args(walk, driver), "--cluster", cluster.address]
@@ -329,7 +332,8 @@ def test_an_attempt_kept_on_the_cluster_is_forked_on_the_cluster_from_its_checkp
         *clustered,
     )  # fmt: skip
     assert code == 0, failures(ran)
-    assert next(i for i in ran["nodes"] if i["kind"] == "run").get("ran_on")
+    first = next(i for i in ran["nodes"] if i["kind"] == "run")
+    assert first["outcome"] == "computed" and first.get("ran_on"), json.dumps(ran["nodes"])
     source = ran["results"][0]["attempt_id"]
     code, listing = ageval(capsys, "checkpoints", str(dataset), "--run", source)
     assert code == 0 and [p["step"] for p in listing["checkpoints"]] == [0, 1, 2], listing

@@ -9,8 +9,10 @@ cache, or resolved by the source) because other keys read their fields.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -374,7 +376,22 @@ class _Planner:
         )
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector: planning makes tens of thousands of acyclic objects
+    (nodes, inputs, parsed entries), and the collections they would trigger, each walking
+    every object alive, cost a quarter of a cold plan."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def plan_graph(source: PlanSource, request: GraphRequest, store: CacheStore) -> Plan:
     """Build the graph of `request` over `source`; the source raises ConfigError/UsageError
     for invalid tasks while their locks are resolved."""
-    return _Planner(source, request, store, store.stat_cache).plan()
+    with _collector_paused():
+        return _Planner(source, request, store, store.stat_cache).plan()

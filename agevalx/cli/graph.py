@@ -147,7 +147,7 @@ def show(
                 "ok": True,
                 "dataset": dataset_of(planned).dataset_id,
                 "nodes": [node.summary() for node in nodes],
-                "edges": [list(edge) for edge in planned.graph.edges],
+                "edges": [list(edge) for edge in planned.edges()],
                 "branches": [view.model_dump(mode="json") for view in views],
             }
         )

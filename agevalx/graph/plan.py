@@ -14,20 +14,23 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agevalx.cache.manifest import TreeEntry, TreeManifest
 from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore
 from agevalx.cache.tree import IGNORED_GLOBS, hash_tree
 from agevalx.errors import AgevalError, ConfigError
+from agevalx.graph.dag import NodeGraph
 from agevalx.graph.keys import lock_field, node_key, select_files
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.rules import PACKAGE_INPUTS, Rule, RuleError, load_rules
 from agevalx.hashing import canonical_json, canonical_members, digest_file
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 LOCK_KIND = "lock"
 PLANNER_VALUES = frozenset({"attempt", "tasks"})
@@ -80,28 +83,53 @@ class GraphRequest:
 
 @dataclass
 class Plan:
-    """A planned graph: nodes by id in a networkx DiGraph (edges parent -> child)."""
+    """A planned graph: nodes by id, edges parent -> child."""
 
     dataset: PlanSource
-    graph: nx.DiGraph
+    dag: NodeGraph
+    """The graph as planned; `graph` is the networkx graph made from it."""
     task_ids: tuple[str, ...]
     key_inputs: Callable[[Rule, str, Mapping[str, Any]], dict[str, Any]] | None = None
     """A rule's key inputs for a planned task, with the given request values: how a branch
     node keyed beside the graph (a replay) reads the same inputs a planned node would."""
 
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The plan as a networkx DiGraph (each node under `node`), made on first use: once
+        made it is the plan (a replay adds its branch to it)."""
+        return self.dag.to_networkx()
+
+    def _built(self) -> nx.DiGraph | None:
+        graph: nx.DiGraph | None = self.__dict__.get("graph")
+        return graph
+
     def nodes(self) -> list[Node]:
-        return [self.graph.nodes[name]["node"] for name in nx.topological_sort(self.graph)]
+        """Every node in topological order (networkx's)."""
+        graph = self._built()
+        if graph is None:
+            return self.dag.topological()
+        import networkx as nx
+
+        return [graph.nodes[name]["node"] for name in nx.topological_sort(graph)]
+
+    def edges(self) -> list[tuple[str, str]]:
+        """Every edge parent -> child, in networkx's order."""
+        graph = self._built()
+        return list(self.dag.edges() if graph is None else graph.edges)
 
     def node(self, name: str) -> Node:
-        if name not in self.graph:
+        graph = self._built()
+        nodes = self.dag.nodes if graph is None else {}
+        if graph is not None and name in graph:
+            nodes = {name: graph.nodes[name]["node"]}
+        if name not in nodes:
             raise ConfigError(
                 "node_not_found",
                 f"the plan has no node {name!r}",
                 field="--node",
                 hint="list the nodes with: ageval graph show <dataset>",
             )
-        node: Node = self.graph.nodes[name]["node"]
-        return node
+        return nodes[name]
 
     def lock(self, task_id: str) -> dict[str, Any]:
         """The lock document of a planned task."""
@@ -124,13 +152,18 @@ def _digests(manifest: TreeManifest) -> dict[str, str]:
 
 
 def kind_order(rules: dict[str, Rule]) -> list[str]:
-    order = nx.DiGraph()
-    for rule in rules.values():
-        order.add_node(rule.kind)
-        for before in (*rule.parents, *rule.after):
-            if before != rule.kind:
-                order.add_edge(before, rule.kind)
-    return list(nx.lexicographical_topological_sort(order))
+    """The kinds in dependency order, ties broken by name."""
+    before = {
+        rule.kind: {kind for kind in (*rule.parents, *rule.after) if kind != rule.kind}
+        for rule in rules.values()
+    }
+    order: list[str] = []
+    while len(order) < len(before):
+        ready = [kind for kind, needs in before.items() if kind not in order and needs <= {*order}]
+        if not ready:
+            raise RuleError("invalid_rule", "rules/ has a cycle among its kinds' parents")
+        order.append(min(ready))
+    return order
 
 
 def _truthy(value: Any) -> bool:
@@ -151,7 +184,7 @@ class _Planner:
         self.stat_cache = stat_cache
         self.rules = load_rules()
         self.task_ids = tuple(dict.fromkeys(request.tasks))
-        self.graph = nx.DiGraph()
+        self.graph = NodeGraph()
         self.files: dict[str, dict[str, str]] = {}
         self.locks: dict[str, dict[str, Any]] = {}
         self._profiles: tuple[dict[str, str] | None] | None = None
@@ -292,7 +325,7 @@ class _Planner:
         """The planned nodes of `kind` that a node of (task, attempt) hangs under."""
         scope = self.rules[kind].scope
         if task_id is None:
-            return [n for n, data in self.graph.nodes(data=True) if data["node"].kind == kind]
+            return [name for name, node in self.graph.nodes.items() if node.kind == kind]
         if scope == "task":
             candidate = node_id(kind, task_id, None)
         elif scope == "attempt":
@@ -303,7 +336,7 @@ class _Planner:
 
     def add(self, rule: Rule, task_id: str | None, attempt: int | None) -> None:
         parents = {
-            kind: [self.graph.nodes[p]["node"].key for p in self.parent_ids(kind, task_id, attempt)]
+            kind: [self.graph.nodes[p].key for p in self.parent_ids(kind, task_id, attempt)]
             for kind in rule.parents
             if kind != rule.kind
         }
@@ -327,11 +360,11 @@ class _Planner:
         )
         if rule.kind == LOCK_KIND and task_id is not None:
             self._materialise_lock(node, task_id)
-        self.graph.add_node(node.id, node=node)
+        self.graph.add(node)
         for kind in (*rule.parents, *rule.after):
             if kind != rule.kind and kind in self.planned:
                 for parent in self.parent_ids(kind, task_id, attempt):
-                    self.graph.add_edge(parent, node.id)
+                    self.graph.link(parent, node.id)
 
     def _materialise_lock(self, node: Node, task_id: str) -> None:
         document = self._cached_lock(node) if node.status == "hit" else None
@@ -370,7 +403,7 @@ class _Planner:
                     self.add(rule, task_id, attempt)
         return Plan(
             dataset=self.source,
-            graph=self.graph,
+            dag=self.graph,
             task_ids=self.task_ids,
             key_inputs=lambda rule, task_id, given: self.inputs(rule, task_id, None, given),
         )

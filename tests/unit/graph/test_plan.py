@@ -177,3 +177,17 @@ def test_an_invalid_task_fails_planning_with_its_lock_error(
     with pytest.raises(ConfigError) as failure:
         plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store)
     assert failure.value.code == "task_id_mismatch"
+
+
+def test_the_plan_lists_nodes_and_edges_in_networkx_order(dataset: Path, store: CacheStore) -> None:
+    """`graph show` lists the planner's own graph; its order is networkx's for the same graph."""
+    import networkx as nx
+
+    planned = plan(PlanRequest(dataset=dataset, k=3), store)
+    listed = [node.id for node in planned.nodes()]
+    edges = planned.edges()
+    graph = planned.dag.to_networkx()
+    assert listed == list(nx.topological_sort(graph))
+    assert edges == list(graph.edges)
+    assert [node.id for node in planned.nodes()] == listed  # the same once `graph` is made
+    assert planned.graph.nodes["lock:alpha"]["node"] is planned.node("lock:alpha")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agevalx.cache.manifest import TreeEntry, TreeManifest
 from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore
-from agevalx.cache.tree import IGNORED_GLOBS, hash_tree
+from agevalx.cache.tree import IGNORED_GLOBS, hash_trees
 from agevalx.errors import AgevalError, ConfigError
 from agevalx.graph.dag import NodeGraph
 from agevalx.graph.keys import lock_field, node_key, select_files
@@ -204,18 +204,22 @@ class _Planner:
         return self._profiles[0]
 
     def task_files(self, task_id: str) -> dict[str, str]:
+        """A task's `{path: value}` (see `_digests`); the first call walks every planned task
+        not walked yet, so that the stat cache is asked for all their files at once."""
         if task_id not in self.files:
-            specials: list[str] = []
-            manifest = hash_tree(
-                self.source.task_dir(task_id),
+            pending = [task_id, *(t for t in self.task_ids if t not in self.files and t != task_id)]
+            specials: list[list[str]] = [[] for _ in pending]
+            manifests = hash_trees(
+                [self.source.task_dir(pending_id) for pending_id in pending],
                 exclude=IGNORED_GLOBS,
                 stat_cache=self.stat_cache,
                 specials=specials,
             )
-            # A pipe or socket changes the key, so a reused lock never skips its refusal.
-            self.files[task_id] = dict(
-                sorted({**_digests(manifest), **dict.fromkeys(specials, "special")}.items())
-            )
+            for pending_id, manifest, found in zip(pending, manifests, specials, strict=True):
+                # A pipe or socket changes the key, so a reused lock never skips its refusal.
+                self.files[pending_id] = dict(
+                    sorted({**_digests(manifest), **dict.fromkeys(found, "special")}.items())
+                )
         return self.files[task_id]
 
     def digest_file(self, path: Path) -> str | None:
@@ -410,10 +414,11 @@ class _Planner:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector: planning makes tens of thousands of acyclic objects
     (nodes, inputs, parsed entries), and the collections they would trigger, each walking
-    every object alive, cost a quarter of a cold plan."""
+    every object alive, cost a quarter of a cold plan. A short command that only lists its
+    plan keeps it paused until it has printed (the next collection would walk the plan)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -426,5 +431,5 @@ def _collector_paused() -> Iterator[None]:
 def plan_graph(source: PlanSource, request: GraphRequest, store: CacheStore) -> Plan:
     """Build the graph of `request` over `source`; the source raises ConfigError/UsageError
     for invalid tasks while their locks are resolved."""
-    with _collector_paused():
+    with collector_paused():
         return _Planner(source, request, store, store.stat_cache).plan()

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from agevalx.cache.manifest import OutputRef
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import write_if_changed
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
@@ -40,8 +40,7 @@ def write_lock_view(dataset_root: Path, node: Node) -> Path:
     assert node.task_id is not None
     path = lock_path(dataset_root, node.task_id)
     data = lock_bytes(node.payload["lock"])
-    if not path.is_file() or path.read_bytes() != data:
-        atomic_write(path, data)
+    write_if_changed(path, data)
     return path
 
 

@@ -9,6 +9,7 @@ from agevalx.cache.manifest import OutputRef
 from agevalx.fsutil import write_if_changed
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json
 from agevalx.lockfile.models import TaskLock, parse_lock
@@ -46,7 +47,12 @@ def write_lock_view(dataset_root: Path, node: Node) -> Path:
 
 def task_lock(context: ExecutionContext, task_id: str) -> TaskLock:
     """The planned lock of `task_id` as its model (parsed once per plan)."""
-    payload = context.plan.node(f"lock:{task_id}").payload
+    return planned_lock(context.plan, task_id)
+
+
+def planned_lock(plan: Plan, task_id: str) -> TaskLock:
+    """The lock of a planned task as its model, parsed once per plan (not once per attempt)."""
+    payload = plan.node(f"lock:{task_id}").payload
     model = payload.get("lock_model")
     if not isinstance(model, TaskLock):
         model = payload["lock_model"] = parse_lock(payload["lock"])

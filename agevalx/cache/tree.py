@@ -84,13 +84,42 @@ def hash_trees(
     specials: Sequence[list[str]] | None = None,
 ) -> list[TreeManifest]:
     """`hash_tree` of each root (with `specials[i]` for `roots[i]`), the files of them all
-    asked of the stat cache together and hashed in one pool: a plan walks a thousand task
-    directories, and one query per directory cost more than the walk."""
+    asked of the stat cache together and hashed in one pool."""
+    trees = _walk_and_digest(roots, PathFilter(include, exclude), stat_cache, specials)
+    # Built without re-validation: the walk itself makes what the models check (scandir
+    # names, sorted paths, every parent listed, normalised modes); only UTF-8 is checked.
+    return [
+        TreeManifest.model_construct(entries=tuple(_entry(item, hashed) for item in found))
+        for found, hashed in trees
+    ]
+
+
+def tree_values(
+    roots: Sequence[Path],
+    *,
+    exclude: Sequence[str] | None = None,
+    stat_cache: StatCache | None = None,
+    specials: Sequence[list[str]] | None = None,
+) -> list[dict[str, str]]:
+    """What a node key reads of each root's tree, `{path: value}` in path order: a file's
+    digest (`+x` after an executable's), `dir`, or `symlink:<target>`. The same walk and
+    digests as `hash_trees`, without building manifests: a plan walks a thousand task
+    directories, and asks the stat cache for all their files in a few queries."""
+    trees = _walk_and_digest(roots, PathFilter(None, exclude), stat_cache, specials)
+    return [{item.path: _value(item, hashed) for item in found} for found, hashed in trees]
+
+
+def _walk_and_digest(
+    roots: Sequence[Path],
+    path_filter: PathFilter,
+    stat_cache: StatCache | None,
+    specials: Sequence[list[str]] | None,
+) -> list[tuple[list[Found], dict[str, Hashed]]]:
+    """Each root's walked entries and its files' digests (the stat cache asked once for all)."""
     for root in roots:
         if not root.is_dir():
             raise CacheError("cache_not_a_directory", f"{root} is not a directory", file=str(root))
     started_ns = time.time_ns()
-    path_filter = PathFilter(include, exclude)
     walked = [
         walk(root, path_filter, None if specials is None else specials[index])
         for index, root in enumerate(roots)
@@ -102,23 +131,19 @@ def hash_trees(
         if item.type == "file"
     ]
     digests = iter(digest_files(files, stat_cache))
-    hashed = [
-        {item.path: next(digests) for item in found if item.type == "file"} for found in walked
+    trees = [
+        (found, {item.path: next(digests) for item in found if item.type == "file"})
+        for found in walked
     ]
     if stat_cache is not None:
         recordable = [
-            (item.st, hashes[item.path].digest)
-            for found, hashes in zip(walked, hashed, strict=True)
+            (item.st, hashed[item.path].digest)
+            for found, hashed in trees
             for item in found
-            if _recordable(item, hashes)
+            if _recordable(item, hashed)
         ]
         stat_cache.record(recordable, started_ns)
-    # Built without re-validation: the walk itself makes what the models check (scandir
-    # names, sorted paths, every parent listed, normalised modes); only UTF-8 is checked.
-    return [
-        TreeManifest.model_construct(entries=tuple(_entry(item, hashes) for item in found))
-        for found, hashes in zip(walked, hashed, strict=True)
-    ]
+    return trees
 
 
 def walk(root: Path, path_filter: PathFilter, specials: list[str] | None = None) -> list[Found]:
@@ -241,6 +266,17 @@ def _entry(item: Found, hashed: dict[str, Hashed]) -> TreeEntry:
     file = hashed[item.path]
     mode = 0o755 if item.st.st_mode & 0o111 else 0o644
     return _made(item.path, "file", file.digest, file.size, mode, None)
+
+
+def _value(item: Found, hashed: dict[str, Hashed]) -> str:
+    """An entry as `tree_values` gives it (what `_entry` makes of it, as a key reads it)."""
+    _check_utf8(item.path, item.target)
+    if item.type == "dir":
+        return "dir"
+    if item.type == "symlink":
+        return f"symlink:{item.target}"
+    digest = hashed[item.path].digest
+    return f"{digest}+x" if item.st.st_mode & 0o111 else digest
 
 
 def _made(

@@ -18,10 +18,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agevalx.cache.manifest import TreeEntry, TreeManifest
 from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore
-from agevalx.cache.tree import IGNORED_GLOBS, hash_trees
+from agevalx.cache.tree import IGNORED_GLOBS, tree_values
 from agevalx.errors import AgevalError, ConfigError
 from agevalx.graph.dag import NodeGraph
 from agevalx.graph.keys import lock_field, node_key, select_files
@@ -137,20 +136,6 @@ class Plan:
         return document
 
 
-def _entry_value(entry: TreeEntry) -> str:
-    if entry.type == "dir":
-        return "dir"
-    if entry.type == "symlink":
-        return f"symlink:{entry.target}"
-    return f"{entry.digest}+x" if entry.mode & 0o100 else str(entry.digest)
-
-
-def _digests(manifest: TreeManifest) -> dict[str, str]:
-    """`{path: value}` of a tree: a file's digest (`+x` when executable), `dir`, or
-    `symlink:<target>`; directories count so that an empty illegal one changes the key."""
-    return {entry.path: _entry_value(entry) for entry in manifest.entries}
-
-
 def kind_order(rules: dict[str, Rule]) -> list[str]:
     """The kinds in dependency order, ties broken by name."""
     before = {
@@ -204,21 +189,22 @@ class _Planner:
         return self._profiles[0]
 
     def task_files(self, task_id: str) -> dict[str, str]:
-        """A task's `{path: value}` (see `_digests`); the first call walks every planned task
-        not walked yet, so that the stat cache is asked for all their files at once."""
+        """A task's `{path: value}` (see `tree_values`; directories count, so that an empty
+        illegal one changes the key); the first call walks every planned task not walked yet,
+        so that the stat cache is asked for all their files at once."""
         if task_id not in self.files:
             pending = [task_id, *(t for t in self.task_ids if t not in self.files and t != task_id)]
             specials: list[list[str]] = [[] for _ in pending]
-            manifests = hash_trees(
+            trees = tree_values(
                 [self.source.task_dir(pending_id) for pending_id in pending],
                 exclude=IGNORED_GLOBS,
                 stat_cache=self.stat_cache,
                 specials=specials,
             )
-            for pending_id, manifest, found in zip(pending, manifests, specials, strict=True):
+            for pending_id, values, found in zip(pending, trees, specials, strict=True):
                 # A pipe or socket changes the key, so a reused lock never skips its refusal.
                 self.files[pending_id] = dict(
-                    sorted({**_digests(manifest), **dict.fromkeys(found, "special")}.items())
+                    sorted({**values, **dict.fromkeys(found, "special")}.items())
                 )
         return self.files[task_id]
 

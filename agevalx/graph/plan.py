@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore
 from agevalx.cache.tree import IGNORED_GLOBS, tree_values
@@ -182,6 +183,8 @@ class _Planner:
         # Outputs found complete: shared by many entries (an empty tree, a common blob), they
         # are checked once while the plan holds the gc lock.
         self._present: set[tuple[str, str]] = set()
+        # Entries looked up, by kind and key: the tasks of a dataset often share an image.
+        self._actions: dict[tuple[str, str], ActionManifest | None] = {}
 
     def profiles_digest(self) -> dict[str, str] | None:
         if self._profiles is None:
@@ -336,7 +339,7 @@ class _Planner:
         }
         inputs = self.inputs(rule, task_id, attempt)
         key = node_key(rule, inputs, parents, self.encoded_inputs(rule, task_id, inputs))
-        action = self.store.get_action(rule.kind, key, self._present)
+        action = self.action(rule.kind, key)
         node = Node(
             id=node_id(rule.kind, task_id, attempt),
             kind=rule.kind,
@@ -355,6 +358,12 @@ class _Planner:
             if kind != rule.kind and kind in self.planned:
                 for parent in self.parent_ids(kind, task_id, attempt):
                     self.graph.link(parent, node.id)
+
+    def action(self, kind: str, key: str) -> ActionManifest | None:
+        """The complete entry of a node (None: a miss), looked up once per plan."""
+        if (kind, key) not in self._actions:
+            self._actions[kind, key] = self.store.get_action(kind, key, self._present)
+        return self._actions[kind, key]
 
     def _materialise_lock(self, node: Node, task_id: str) -> None:
         document = self._cached_lock(node) if node.status == "hit" else None

@@ -191,3 +191,22 @@ def test_the_plan_lists_nodes_and_edges_in_networkx_order(dataset: Path, store: 
     assert edges == list(graph.edges)
     assert [node.id for node in planned.nodes()] == listed  # the same once `graph` is made
     assert planned.graph.nodes["lock:alpha"]["node"] is planned.node("lock:alpha")
+
+
+def test_an_entry_two_tasks_share_is_looked_up_once(
+    dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alpha and beta build the same environment: one image key, one lookup per plan."""
+    looked_up: list[tuple[str, str]] = []
+    lookup = store.get_action
+
+    def counting(kind: str, key: str, present: set[tuple[str, str]] | None = None) -> object:
+        looked_up.append((kind, key))
+        return lookup(kind, key, present)
+
+    monkeypatch.setattr(store, "get_action", counting)
+    planned = plan(PlanRequest(dataset=dataset), store)
+    images = {node.key for node in planned.nodes() if node.kind == "image"}
+    assert len(images) == 1
+    assert looked_up.count(("image", images.pop())) == 1
+    assert len(looked_up) == len(set(looked_up)) == len(planned.nodes()) - 1

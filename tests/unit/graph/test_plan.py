@@ -210,3 +210,24 @@ def test_an_entry_two_tasks_share_is_looked_up_once(
     assert len(images) == 1
     assert looked_up.count(("image", images.pop())) == 1
     assert len(looked_up) == len(set(looked_up)) == len(planned.nodes()) - 1
+
+
+def test_an_edit_that_keeps_size_and_mtime_still_changes_the_keys(
+    dataset: Path, store: CacheStore
+) -> None:
+    """The stat cache trusts an old file's digest while its stat is unchanged; an edit of the
+    same size with its mtime put back still moves the ctime, so the plan reads it again."""
+    import os
+    import time
+
+    old = time.time() - 3600  # past the stat cache's racy window, as on a settled dataset
+    for path in dataset.rglob("*"):
+        os.utime(path, (old, old))
+    before = keys(dataset, store)
+    assert keys(dataset, store) == before  # the second plan takes its digests from the cache
+    evaluator = dataset / ALPHA / "evaluator.py"
+    text = evaluator.read_text()
+    evaluator.write_text(text.replace("PASS", "FAIL"))
+    os.utime(evaluator, (old, old))
+    after = keys(dataset, store)
+    assert {name for name in before if before[name] != after[name]} == {"lock:alpha"} | EVALUATION

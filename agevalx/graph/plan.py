@@ -119,17 +119,18 @@ class Plan:
 
     def node(self, name: str) -> Node:
         graph = self._built()
-        nodes = self.dag.nodes if graph is None else {}
-        if graph is not None and name in graph:
-            nodes = {name: graph.nodes[name]["node"]}
-        if name not in nodes:
+        if graph is None:
+            found = self.dag.nodes.get(name)
+        else:
+            found = graph.nodes[name]["node"] if name in graph else None
+        if found is None:
             raise ConfigError(
                 "node_not_found",
                 f"the plan has no node {name!r}",
                 field="--node",
                 hint="list the nodes with: ageval graph show <dataset>",
             )
-        return nodes[name]
+        return found
 
     def lock(self, task_id: str) -> dict[str, Any]:
         """The lock document of a planned task."""

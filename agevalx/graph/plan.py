@@ -329,8 +329,13 @@ class _Planner:
         return [candidate] if candidate in self.graph else []
 
     def add(self, rule: Rule, task_id: str | None, attempt: int | None) -> None:
+        above = {
+            kind: self.parent_ids(kind, task_id, attempt)
+            for kind in (*rule.parents, *rule.after)
+            if kind != rule.kind
+        }
         parents = {
-            kind: [self.graph.nodes[p].key for p in self.parent_ids(kind, task_id, attempt)]
+            kind: [self.graph.nodes[name].key for name in above[kind]]
             for kind in rule.parents
             if kind != rule.kind
         }
@@ -355,10 +360,9 @@ class _Planner:
         if rule.kind == LOCK_KIND and task_id is not None:
             self._materialise_lock(node, task_id)
         self.graph.add(node)
-        for kind in (*rule.parents, *rule.after):
-            if kind != rule.kind and kind in self.planned:
-                for parent in self.parent_ids(kind, task_id, attempt):
-                    self.graph.link(parent, node.id)
+        for names in above.values():
+            for parent in names:
+                self.graph.link(parent, node.id)
 
     def action(self, kind: str, key: str) -> ActionManifest | None:
         """The complete entry of a node (None: a miss), looked up once per plan."""
@@ -394,7 +398,6 @@ class _Planner:
                     needed.update(self.rules[kind].parents)
                     needed.update(self.rules[kind].after)
             order = [kind for kind in order if kind in needed]
-        self.planned = set(order)
         # One shared hold of the gc lock for every lookup, rather than one per node.
         with self.store.in_use():
             for kind in order:

@@ -1,14 +1,18 @@
 """Planning benchmark: a fully cached 1,000-task x k=3 graph, planned by a cold process.
 
 Generates a dataset of N trivial tasks, fills a fresh cache with every node (lock through
-summary; the non-lock nodes get placeholder outputs, since only their action entries matter
-to planning), then times `ageval graph show <dataset> -k 3 --json` as a whole new process,
-beside the bare interpreter (`python -c pass`) and the interpreter with `import agevalx.cli`.
-Prints median wall and CPU (user + sys) seconds and ratios; on a loaded machine the CPU
-figures and the ratios are the ones to compare. `--keep DIR` keeps (and on a later run reuses)
-the generated dataset and filled cache, which take minutes to make.
+summary; the image, run and evaluate nodes get placeholder outputs that a run reads back as
+passing attempts, see `agevalx.testing.placeholders`), then times
+`ageval graph show <dataset> -k 3 --json` as a whole new process, beside the bare interpreter
+(`python -c pass`) and the interpreter with `import agevalx.cli`. With `--run` it also times
+`ageval run <dataset> -k 3` of the same job once a first run has written its views (the
+make-like no-op: every node reused; it needs the Docker engine, which it asks whether the
+cached image exists). Prints median wall and CPU (user + sys) seconds and ratios; on a loaded
+machine the CPU figures and the ratios are the ones to compare. `--keep DIR` keeps (and on a
+later run reuses) the generated dataset and filled cache, which take minutes to make.
 
     .venv/bin/python benchmarks/bench_plan.py [--tasks 1000] [-k 3] [--runs 5] [--keep DIR]
+        [--run]
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.graph.execute import execute
 from agevalx.graph.registry import substituted
 from agevalx.operations.planning import PlanRequest, plan
-from agevalx.testing.placeholders import placeholder
+from agevalx.testing.placeholders import RUNNABLE
 from agevalx.testing.processes import child_environment, time_command
 
 TASK_YAML = "format: ageval.task/1\ntask_id: {name}\nagent_profiles: [{{id: solver}}]\n"
@@ -64,8 +68,7 @@ def make_dataset(root: Path, tasks: int) -> None:
 def fill_cache(dataset: Path, cache: Path, k: int) -> int:
     with CacheStore(cache) as store:
         planned = plan(PlanRequest(dataset=dataset, k=k), store)
-        executors = {kind: placeholder for kind in ("image", "run", "evaluate", "summary")}
-        with substituted(executors):
+        with substituted(RUNNABLE):
             report = execute(planned, store, workers=2)
         assert report.ok, report.counts()
         return len(report.nodes)
@@ -76,7 +79,7 @@ GOAL_SECONDS = 0.5
 
 def prepare(root: Path, tasks: int, k: int) -> tuple[Path, Path]:
     """The dataset and the filled cache under `root`, made unless a kept run left them."""
-    dataset, cache, marker = root / "dataset", root / "cache", root / f"filled-{tasks}x{k}"
+    dataset, cache, marker = root / "dataset", root / "cache", _marker(root, tasks, k)
     if marker.exists():
         print(f"dataset: reusing {tasks} tasks x k={k} under {root}")
         return dataset, cache
@@ -91,18 +94,24 @@ def prepare(root: Path, tasks: int, k: int) -> tuple[Path, Path]:
     return dataset, cache
 
 
+def _marker(root: Path, tasks: int, k: int) -> Path:
+    """The file saying `root` holds a filled dataset (runnable outputs: `ready`)."""
+    return root / f"ready-{tasks}x{k}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="Keep (and reuse) the dataset and cache here.")
+    parser.add_argument("--run", action="store_true", help="Also time a no-op `ageval run`.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ageval-bench-plan-") as scratch:
         root = args.keep or Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
         dataset, cache = prepare(root, args.tasks, args.k)
-        nodes = int((root / f"filled-{args.tasks}x{args.k}").read_text())
+        nodes = int(_marker(root, args.tasks, args.k).read_text())
         env = child_environment()
         env["AGEVAL_CACHE_DIR"] = str(cache)
         ageval = str(Path(sys.executable).with_name("ageval"))
@@ -118,6 +127,10 @@ def main() -> None:
                 args.runs,
             ),
         }
+        if args.run:  # time_command's warm-up is the first run, which writes the views
+            figures["no-op run (ageval run)"] = time_command(
+                [ageval, "run", str(dataset), "-k", str(args.k)], env, args.runs
+            )
     medians = {
         name: (statistics.median(walls), statistics.median(cpus))
         for name, (walls, cpus) in figures.items()

@@ -75,7 +75,12 @@ def sharded(base: Path, digest: str) -> Path:
 
 def sharded_name(base: str, digest: str) -> str:
     """`sharded` as a string, for existence checks on many digests."""
-    check_digest(digest)
+    return shard_of(base, check_digest(digest))
+
+
+def shard_of(base: str, digest: str) -> str:
+    """`sharded_name` of a digest already validated (a parsed manifest's, checked by its
+    model's pattern)."""
     return f"{base}/{digest[:2]}/{digest[2:]}"
 
 

@@ -14,7 +14,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from agevalx.cache.errors import CacheError
@@ -52,11 +52,12 @@ class CacheLock:
         if not stat.S_ISREG(mode):
             raise _unusable(self.path, "it is not a regular file")
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        """Hold the lock shared (many writers at once)."""
-        with self._hold(fcntl.LOCK_SH):
-            yield
+    def shared(self) -> AbstractContextManager[None]:
+        """Hold the lock shared (many writers at once); nothing to do in a thread that holds
+        it already (planning asks once per node inside one hold)."""
+        if getattr(self._held, "operation", None) is not None:
+            return nullcontext()
+        return self._hold(fcntl.LOCK_SH)
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:

@@ -33,6 +33,8 @@ from agevalx.hashing import digest_bytes
 
 OBJECT_MODE = 0o444
 ENTRY_MODE = 0o644
+SMALL_READ = 1 << 16
+"""Bytes per read of `read_small`: an action entry is a few hundred."""
 
 
 class CacheStore:
@@ -381,7 +383,8 @@ class CacheStore:
         self, type: str, digest: str, trees: dict[str, TreeManifest | None]
     ) -> list[str]:
         if type == "blob":
-            return [] if self.has_blob(digest) else [digest]
+            # A parsed entry's digests passed its model's pattern: no second check.
+            return [] if os.path.isfile(layout.shard_of(self._objects, digest)) else [digest]
         tree = self.tree_or_none(digest, trees)
         if tree is None:
             return [digest]
@@ -400,7 +403,7 @@ class CacheStore:
 
     def _blob_intact(self, entry: TreeEntry) -> bool:
         try:
-            path = layout.sharded_name(self._objects, _digest(entry))
+            path = layout.shard_of(self._objects, _digest(entry))
             return os.stat(path).st_size == entry.size
         except FileNotFoundError:
             return False
@@ -500,14 +503,26 @@ class CacheStore:
 def read_action(path: Path | str, kind: str, key: str) -> ActionManifest | None:
     """Parse an action file; None if it is missing, malformed or names another node."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        manifest = ActionManifest.from_bytes(data, source=str(path))
+        manifest = ActionManifest.from_bytes(read_small(path), source=str(path))
     except (OSError, CacheError):
         return None
     if manifest.kind != kind or manifest.key != key:
         return None
     return manifest
+
+
+def read_small(path: Path | str) -> bytes:
+    """A small file's bytes through one descriptor and few reads: planning reads an entry per
+    node, and a buffered file object cost twice the read. A fifo planted in the cache reads
+    as empty (it is not waited on)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        chunks = [os.read(fd, SMALL_READ)]
+        while len(chunks[-1]) == SMALL_READ:
+            chunks.append(os.read(fd, SMALL_READ))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def discard(path: Path) -> None:

@@ -65,19 +65,85 @@ def hash_tree(
     exclude wins. The stat cache only saves reading unchanged files. Sockets, pipes and
     devices are never part of a tree; their paths are appended to `specials` when given.
     """
-    if not root.is_dir():
-        raise CacheError("cache_not_a_directory", f"{root} is not a directory", file=str(root))
-    started_ns = time.time_ns()
-    found = walk(root, PathFilter(include, exclude), specials)
-    hashed = digest_files(root, [item for item in found if item.type == "file"], stat_cache)
-    if stat_cache is not None:
-        recordable = [
-            (item.st, hashed[item.path].digest) for item in found if _recordable(item, hashed)
-        ]
-        stat_cache.record(recordable, started_ns)
+    found = hash_trees(
+        [root],
+        include=include,
+        exclude=exclude,
+        stat_cache=stat_cache,
+        specials=None if specials is None else [specials],
+    )
+    return found[0]
+
+
+def hash_trees(
+    roots: Sequence[Path],
+    *,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    stat_cache: StatCache | None = None,
+    specials: Sequence[list[str]] | None = None,
+) -> list[TreeManifest]:
+    """`hash_tree` of each root (with `specials[i]` for `roots[i]`), the files of them all
+    asked of the stat cache together and hashed in one pool."""
+    trees = _walk_and_digest(roots, PathFilter(include, exclude), stat_cache, specials)
     # Built without re-validation: the walk itself makes what the models check (scandir
     # names, sorted paths, every parent listed, normalised modes); only UTF-8 is checked.
-    return TreeManifest.model_construct(entries=tuple(_entry(item, hashed) for item in found))
+    return [
+        TreeManifest.model_construct(entries=tuple(_entry(item, hashed) for item in found))
+        for found, hashed in trees
+    ]
+
+
+def tree_values(
+    roots: Sequence[Path],
+    *,
+    exclude: Sequence[str] | None = None,
+    stat_cache: StatCache | None = None,
+    specials: Sequence[list[str]] | None = None,
+) -> list[dict[str, str]]:
+    """What a node key reads of each root's tree, `{path: value}` in path order: a file's
+    digest (`+x` after an executable's), `dir`, or `symlink:<target>`. The same walk and
+    digests as `hash_trees`, without building manifests: a plan walks a thousand task
+    directories, and asks the stat cache for all their files in a few queries."""
+    trees = _walk_and_digest(roots, PathFilter(None, exclude), stat_cache, specials)
+    return [{item.path: _value(item, hashed) for item in found} for found, hashed in trees]
+
+
+def _walk_and_digest(
+    roots: Sequence[Path],
+    path_filter: PathFilter,
+    stat_cache: StatCache | None,
+    specials: Sequence[list[str]] | None,
+) -> list[tuple[list[Found], dict[str, Hashed]]]:
+    """Each root's walked entries and its files' digests (the stat cache asked once for all)."""
+    for root in roots:
+        if not root.is_dir():
+            raise CacheError("cache_not_a_directory", f"{root} is not a directory", file=str(root))
+    started_ns = time.time_ns()
+    walked = [
+        walk(root, path_filter, None if specials is None else specials[index])
+        for index, root in enumerate(roots)
+    ]
+    files = [
+        (os.path.join(root, item.path), item)
+        for root, found in zip(roots, walked, strict=True)
+        for item in found
+        if item.type == "file"
+    ]
+    digests = iter(digest_files(files, stat_cache))
+    trees = [
+        (found, {item.path: next(digests) for item in found if item.type == "file"})
+        for found in walked
+    ]
+    if stat_cache is not None:
+        recordable = [
+            (item.st, hashed[item.path].digest)
+            for found, hashed in trees
+            for item in found
+            if _recordable(item, hashed)
+        ]
+        stat_cache.record(recordable, started_ns)
+    return trees
 
 
 def walk(root: Path, path_filter: PathFilter, specials: list[str] | None = None) -> list[Found]:
@@ -117,24 +183,21 @@ def _walk_dir(
     return found
 
 
-def digest_files(root: Path, files: list[Found], stat_cache: StatCache | None) -> dict[str, Hashed]:
-    """Digest each file, from the stat cache where it can be trusted, else by reading."""
-    result: dict[str, Hashed] = {}
-    misses: list[Found] = []
+def digest_files(files: list[tuple[str, Found]], stat_cache: StatCache | None) -> list[Hashed]:
+    """Digest each file (its full path and walked state), from the stat cache where it can
+    be trusted, else by reading."""
     known: list[str | None] = [None] * len(files)
     if stat_cache is not None:
-        known = stat_cache.lookup_many([item.st for item in files])
-    for item, digest in zip(files, known, strict=True):
-        if digest is None:
-            misses.append(item)
-        else:
-            result[item.path] = Hashed(digest, item.st.st_size, recordable=False)
-    digests = _hash_in_stripes(root, misses)
-    result.update((item.path, hashed) for item, hashed in zip(misses, digests, strict=True))
-    return result
+        known = stat_cache.lookup_many([item.st for _, item in files])
+    misses = [file for file, digest in zip(files, known, strict=True) if digest is None]
+    read = iter(_hash_in_stripes(misses))
+    return [
+        next(read) if digest is None else Hashed(digest, item.st.st_size, recordable=False)
+        for (_, item), digest in zip(files, known, strict=True)
+    ]
 
 
-def _hash_in_stripes(root: Path, files: list[Found]) -> list[Hashed]:
+def _hash_in_stripes(files: list[tuple[str, Found]]) -> list[Hashed]:
     """Hash `files` in HASH_WORKERS threads, each taking every n-th file.
 
     One task per thread rather than per file: per-task overhead (and GIL hand-offs)
@@ -142,14 +205,14 @@ def _hash_in_stripes(root: Path, files: list[Found]) -> list[Hashed]:
     """
     workers = min(HASH_WORKERS, len(files))
     if workers <= 1:
-        return _hash_all(root, files)
+        return _hash_all(files)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        stripes = list(pool.map(lambda n: _hash_all(root, files[n::workers]), range(workers)))
+        stripes = list(pool.map(lambda n: _hash_all(files[n::workers]), range(workers)))
     return [stripes[index % workers][index // workers] for index in range(len(files))]
 
 
-def _hash_all(root: Path, files: list[Found]) -> list[Hashed]:
-    return [hash_file(os.path.join(root, item.path), item.st) for item in files]
+def _hash_all(files: list[tuple[str, Found]]) -> list[Hashed]:
+    return [hash_file(path, item.st) for path, item in files]
 
 
 def hash_file(path: str, walked: os.stat_result | None = None) -> Hashed:
@@ -203,6 +266,17 @@ def _entry(item: Found, hashed: dict[str, Hashed]) -> TreeEntry:
     file = hashed[item.path]
     mode = 0o755 if item.st.st_mode & 0o111 else 0o644
     return _made(item.path, "file", file.digest, file.size, mode, None)
+
+
+def _value(item: Found, hashed: dict[str, Hashed]) -> str:
+    """An entry as `tree_values` gives it (what `_entry` makes of it, as a key reads it)."""
+    _check_utf8(item.path, item.target)
+    if item.type == "dir":
+        return "dir"
+    if item.type == "symlink":
+        return f"symlink:{item.target}"
+    digest = hashed[item.path].digest
+    return f"{digest}+x" if item.st.st_mode & 0o111 else digest
 
 
 def _made(

@@ -130,15 +130,25 @@ def show(
 ) -> None:
     """List the nodes of a dataset's graph with their keys and cache status (hit/miss), then
     the fork and replay branches grown from the checkpoints of its tasks' attempts."""
-    from agevalx.formats.base import dataset_of
-    from agevalx.operations.lineage import branches
-    from agevalx.operations.planning import plan
+    from agevalx.graph.plan import collector_paused
 
     harbor = harbor_options(
         job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
     )
+    with collector_paused():
+        _show(
+            _request(dataset, task, k, agent, model, profiles, harbor), cache_dir, as_json=as_json
+        )
+
+
+def _show(request: PlanRequest, cache_dir: Any, *, as_json: bool) -> None:
+    """Plan `request` and print its nodes, edges and branches."""
+    from agevalx.formats.base import dataset_of
+    from agevalx.operations.lineage import branches
+    from agevalx.operations.planning import plan
+
     with open_store(cache_dir) as store:
-        planned = plan(_request(dataset, task, k, agent, model, profiles, harbor), store)
+        planned = plan(request, store)
         nodes = planned.nodes()
         views = branches(planned.dataset.root, planned.task_ids, nodes, store)
     if as_json:
@@ -147,7 +157,7 @@ def show(
                 "ok": True,
                 "dataset": dataset_of(planned).dataset_id,
                 "nodes": [node.summary() for node in nodes],
-                "edges": [list(edge) for edge in planned.graph.edges],
+                "edges": [list(edge) for edge in planned.edges()],
                 "branches": [view.model_dump(mode="json") for view in views],
             }
         )

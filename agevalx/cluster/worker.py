@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
-
 from agevalx.cache.backend import ActionId
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.location import default_cache_dir
@@ -32,6 +30,7 @@ from agevalx.cluster.checkout import checkout
 from agevalx.environments.container import join_session
 from agevalx.errors import AgevalError
 from agevalx.formats.base import Dataset
+from agevalx.graph.dag import NodeGraph
 from agevalx.graph.execute import ExecutionContext, run_node
 from agevalx.graph.keys import AGEVAL_VERSION
 from agevalx.graph.nodes import Node
@@ -194,11 +193,12 @@ def entry_digest(manifest: ActionManifest) -> str:
 
 
 def _plan(task: NodeTask, dataset: Dataset) -> Plan:
-    graph = nx.DiGraph()
+    graph = NodeGraph()
     for node in [*task.ancestors, task.node]:
-        graph.add_node(node.id, node=node)
-    graph.add_edges_from(task.edges)
-    return Plan(dataset=dataset, graph=graph, task_ids=dataset.task_ids)
+        graph.add(node)
+    for parent, child in task.edges:
+        graph.link(parent, child)
+    return Plan(dataset=dataset, dag=graph, task_ids=dataset.task_ids)
 
 
 def _ensure_images(task: NodeTask, context: ExecutionContext) -> None:

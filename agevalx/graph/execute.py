@@ -12,8 +12,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import networkx as nx
-
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
@@ -163,6 +161,8 @@ class _Scheduler:
     def finish(self, name: str, report: NodeReport) -> None:
         self._report(name, report)
         if report.outcome in ("failed", "blocked"):
+            import networkx as nx  # the plan's graph (`Plan.graph`) imported it already
+
             for descendant in nx.descendants(self.graph, name):
                 if descendant not in self.reports:
                     self.waiting.pop(descendant, None)
@@ -237,6 +237,8 @@ def execute(
     On Ctrl-C, `on_interrupt` runs first (e.g. to remove containers, so that running
     executors fail fast), queued nodes are cancelled, and the interrupt propagates.
     """
+    import networkx as nx  # not at the top: planning imports this module, and never walks so
+
     context = ExecutionContext(plan=plan, store=store)
     scheduler = _Scheduler(context, workers, on_progress, on_start, dispatch)
     try:

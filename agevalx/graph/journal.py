@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import write_if_changed
 from agevalx.graph.nodes import Node
 from agevalx.hashing import canonical_json, digest_bytes
 
@@ -28,8 +28,7 @@ def record(dataset_root: Path, node: Node) -> None:
     entry = {"id": node.id, "key": node.key, "inputs": node.inputs, "parents": node.parents}
     data = canonical_json(entry)
     path = _path(dataset_root, node.id)
-    if not path.is_file() or path.read_bytes() != data:
-        atomic_write(path, data)
+    write_if_changed(path, data)
 
 
 def last_recorded(dataset_root: Path, identity: str) -> dict[str, Any] | None:

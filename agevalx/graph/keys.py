@@ -3,7 +3,7 @@ version, inputs and parent keys. Pure functions; golden tests pin their values."
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -88,8 +88,18 @@ def _path_filter(include: tuple[str, ...], exclude: tuple[str, ...]) -> PathFilt
 
 def select_files(files: dict[str, str], selection: FileSelection) -> dict[str, str]:
     """The subset of `{path: digest}` that a rule's globs select."""
-    path_filter = _path_filter(tuple(selection.include), tuple(selection.exclude))
-    return {path: digest for path, digest in files.items() if path_filter.keeps(path)}
+    kept = _kept_paths(tuple(files), tuple(selection.include), tuple(selection.exclude))
+    return {path: files[path] for path in kept}
+
+
+@lru_cache(maxsize=8192)
+def _kept_paths(
+    paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The paths a selection keeps, matched once per set of paths: the tasks of a dataset
+    mostly share one layout."""
+    path_filter = _path_filter(include, exclude)
+    return tuple(path for path in paths if path_filter.keeps(path))
 
 
 def lock_field(document: dict[str, Any], dotted: str) -> Any:

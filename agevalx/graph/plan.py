@@ -9,23 +9,28 @@ cache, or resolved by the source) because other keys read their fields.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import networkx as nx
-
-from agevalx.cache.manifest import TreeEntry, TreeManifest
+from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore
-from agevalx.cache.tree import IGNORED_GLOBS, hash_tree
+from agevalx.cache.tree import IGNORED_GLOBS, tree_values
 from agevalx.errors import AgevalError, ConfigError
+from agevalx.graph.dag import NodeGraph
 from agevalx.graph.keys import lock_field, node_key, select_files
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.rules import PACKAGE_INPUTS, Rule, RuleError, load_rules
 from agevalx.hashing import canonical_json, canonical_members, digest_file
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 LOCK_KIND = "lock"
 PLANNER_VALUES = frozenset({"attempt", "tasks"})
@@ -78,28 +83,54 @@ class GraphRequest:
 
 @dataclass
 class Plan:
-    """A planned graph: nodes by id in a networkx DiGraph (edges parent -> child)."""
+    """A planned graph: nodes by id, edges parent -> child."""
 
     dataset: PlanSource
-    graph: nx.DiGraph
+    dag: NodeGraph
+    """The graph as planned; `graph` is the networkx graph made from it."""
     task_ids: tuple[str, ...]
     key_inputs: Callable[[Rule, str, Mapping[str, Any]], dict[str, Any]] | None = None
     """A rule's key inputs for a planned task, with the given request values: how a branch
     node keyed beside the graph (a replay) reads the same inputs a planned node would."""
 
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The plan as a networkx DiGraph (each node under `node`), made on first use: once
+        made it is the plan (a replay adds its branch to it)."""
+        return self.dag.to_networkx()
+
+    def _built(self) -> nx.DiGraph | None:
+        graph: nx.DiGraph | None = self.__dict__.get("graph")
+        return graph
+
     def nodes(self) -> list[Node]:
-        return [self.graph.nodes[name]["node"] for name in nx.topological_sort(self.graph)]
+        """Every node in topological order (networkx's)."""
+        graph = self._built()
+        if graph is None:
+            return self.dag.topological()
+        import networkx as nx
+
+        return [graph.nodes[name]["node"] for name in nx.topological_sort(graph)]
+
+    def edges(self) -> list[tuple[str, str]]:
+        """Every edge parent -> child, in networkx's order."""
+        graph = self._built()
+        return list(self.dag.edges() if graph is None else graph.edges)
 
     def node(self, name: str) -> Node:
-        if name not in self.graph:
+        graph = self._built()
+        if graph is None:
+            found = self.dag.nodes.get(name)
+        else:
+            found = graph.nodes[name]["node"] if name in graph else None
+        if found is None:
             raise ConfigError(
                 "node_not_found",
                 f"the plan has no node {name!r}",
                 field="--node",
                 hint="list the nodes with: ageval graph show <dataset>",
             )
-        node: Node = self.graph.nodes[name]["node"]
-        return node
+        return found
 
     def lock(self, task_id: str) -> dict[str, Any]:
         """The lock document of a planned task."""
@@ -107,28 +138,19 @@ class Plan:
         return document
 
 
-def _entry_value(entry: TreeEntry) -> str:
-    if entry.type == "dir":
-        return "dir"
-    if entry.type == "symlink":
-        return f"symlink:{entry.target}"
-    return f"{entry.digest}+x" if entry.mode & 0o100 else str(entry.digest)
-
-
-def _digests(manifest: TreeManifest) -> dict[str, str]:
-    """`{path: value}` of a tree: a file's digest (`+x` when executable), `dir`, or
-    `symlink:<target>`; directories count so that an empty illegal one changes the key."""
-    return {entry.path: _entry_value(entry) for entry in manifest.entries}
-
-
 def kind_order(rules: dict[str, Rule]) -> list[str]:
-    order = nx.DiGraph()
-    for rule in rules.values():
-        order.add_node(rule.kind)
-        for before in (*rule.parents, *rule.after):
-            if before != rule.kind:
-                order.add_edge(before, rule.kind)
-    return list(nx.lexicographical_topological_sort(order))
+    """The kinds in dependency order, ties broken by name."""
+    before = {
+        rule.kind: {kind for kind in (*rule.parents, *rule.after) if kind != rule.kind}
+        for rule in rules.values()
+    }
+    order: list[str] = []
+    while len(order) < len(before):
+        ready = [kind for kind, needs in before.items() if kind not in order and needs <= {*order}]
+        if not ready:
+            raise RuleError("invalid_rule", "rules/ has a cycle among its kinds' parents")
+        order.append(min(ready))
+    return order
 
 
 def _truthy(value: Any) -> bool:
@@ -149,7 +171,7 @@ class _Planner:
         self.stat_cache = stat_cache
         self.rules = load_rules()
         self.task_ids = tuple(dict.fromkeys(request.tasks))
-        self.graph = nx.DiGraph()
+        self.graph = NodeGraph()
         self.files: dict[str, dict[str, str]] = {}
         self.locks: dict[str, dict[str, Any]] = {}
         self._profiles: tuple[dict[str, str] | None] | None = None
@@ -162,6 +184,8 @@ class _Planner:
         # Outputs found complete: shared by many entries (an empty tree, a common blob), they
         # are checked once while the plan holds the gc lock.
         self._present: set[tuple[str, str]] = set()
+        # Entries looked up, by kind and key: the tasks of a dataset often share an image.
+        self._actions: dict[tuple[str, str], ActionManifest | None] = {}
 
     def profiles_digest(self) -> dict[str, str] | None:
         if self._profiles is None:
@@ -169,18 +193,23 @@ class _Planner:
         return self._profiles[0]
 
     def task_files(self, task_id: str) -> dict[str, str]:
+        """A task's `{path: value}` (see `tree_values`; directories count, so that an empty
+        illegal one changes the key); the first call walks every planned task not walked yet,
+        so that the stat cache is asked for all their files at once."""
         if task_id not in self.files:
-            specials: list[str] = []
-            manifest = hash_tree(
-                self.source.task_dir(task_id),
+            pending = [task_id, *(t for t in self.task_ids if t not in self.files and t != task_id)]
+            specials: list[list[str]] = [[] for _ in pending]
+            trees = tree_values(
+                [self.source.task_dir(pending_id) for pending_id in pending],
                 exclude=IGNORED_GLOBS,
                 stat_cache=self.stat_cache,
                 specials=specials,
             )
-            # A pipe or socket changes the key, so a reused lock never skips its refusal.
-            self.files[task_id] = dict(
-                sorted({**_digests(manifest), **dict.fromkeys(specials, "special")}.items())
-            )
+            for pending_id, values, found in zip(pending, trees, specials, strict=True):
+                # A pipe or socket changes the key, so a reused lock never skips its refusal.
+                self.files[pending_id] = dict(
+                    sorted({**values, **dict.fromkeys(found, "special")}.items())
+                )
         return self.files[task_id]
 
     def digest_file(self, path: Path) -> str | None:
@@ -290,7 +319,7 @@ class _Planner:
         """The planned nodes of `kind` that a node of (task, attempt) hangs under."""
         scope = self.rules[kind].scope
         if task_id is None:
-            return [n for n, data in self.graph.nodes(data=True) if data["node"].kind == kind]
+            return [name for name, node in self.graph.nodes.items() if node.kind == kind]
         if scope == "task":
             candidate = node_id(kind, task_id, None)
         elif scope == "attempt":
@@ -300,8 +329,13 @@ class _Planner:
         return [candidate] if candidate in self.graph else []
 
     def add(self, rule: Rule, task_id: str | None, attempt: int | None) -> None:
+        above = {
+            kind: self.parent_ids(kind, task_id, attempt)
+            for kind in (*rule.parents, *rule.after)
+            if kind != rule.kind
+        }
         parents = {
-            kind: [self.graph.nodes[p]["node"].key for p in self.parent_ids(kind, task_id, attempt)]
+            kind: [self.graph.nodes[name].key for name in above[kind]]
             for kind in rule.parents
             if kind != rule.kind
         }
@@ -311,7 +345,7 @@ class _Planner:
         }
         inputs = self.inputs(rule, task_id, attempt)
         key = node_key(rule, inputs, parents, self.encoded_inputs(rule, task_id, inputs))
-        action = self.store.get_action(rule.kind, key, self._present)
+        action = self.action(rule.kind, key)
         node = Node(
             id=node_id(rule.kind, task_id, attempt),
             kind=rule.kind,
@@ -325,11 +359,16 @@ class _Planner:
         )
         if rule.kind == LOCK_KIND and task_id is not None:
             self._materialise_lock(node, task_id)
-        self.graph.add_node(node.id, node=node)
-        for kind in (*rule.parents, *rule.after):
-            if kind != rule.kind and kind in self.planned:
-                for parent in self.parent_ids(kind, task_id, attempt):
-                    self.graph.add_edge(parent, node.id)
+        self.graph.add(node)
+        for names in above.values():
+            for parent in names:
+                self.graph.link(parent, node.id)
+
+    def action(self, kind: str, key: str) -> ActionManifest | None:
+        """The complete entry of a node (None: a miss), looked up once per plan."""
+        if (kind, key) not in self._actions:
+            self._actions[kind, key] = self.store.get_action(kind, key, self._present)
+        return self._actions[kind, key]
 
     def _materialise_lock(self, node: Node, task_id: str) -> None:
         document = self._cached_lock(node) if node.status == "hit" else None
@@ -359,7 +398,6 @@ class _Planner:
                     needed.update(self.rules[kind].parents)
                     needed.update(self.rules[kind].after)
             order = [kind for kind in order if kind in needed]
-        self.planned = set(order)
         # One shared hold of the gc lock for every lookup, rather than one per node.
         with self.store.in_use():
             for kind in order:
@@ -368,13 +406,29 @@ class _Planner:
                     self.add(rule, task_id, attempt)
         return Plan(
             dataset=self.source,
-            graph=self.graph,
+            dag=self.graph,
             task_ids=self.task_ids,
             key_inputs=lambda rule, task_id, given: self.inputs(rule, task_id, None, given),
         )
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector: planning makes tens of thousands of acyclic objects
+    (nodes, inputs, parsed entries), and the collections they would trigger, each walking
+    every object alive, cost a quarter of a cold plan. A short command that only lists its
+    plan keeps it paused until it has printed (the next collection would walk the plan)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def plan_graph(source: PlanSource, request: GraphRequest, store: CacheStore) -> Plan:
     """Build the graph of `request` over `source`; the source raises ConfigError/UsageError
     for invalid tasks while their locks are resolved."""
-    return _Planner(source, request, store, store.stat_cache).plan()
+    with collector_paused():
+        return _Planner(source, request, store, store.stat_cache).plan()

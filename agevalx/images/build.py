@@ -250,8 +250,14 @@ IMAGE_KINDS = ("image", "scoring_image", "scoring_host")
 
 
 def revalidate_images(planned: Plan) -> None:
-    """Mark a planned image node a miss where this engine no longer holds its image."""
+    """Mark a planned image node a miss where this engine no longer holds its image; each
+    image is asked of the engine once (the tasks of a dataset often share one)."""
+    present: dict[str, bool] = {}
     for node in planned.nodes():
-        stale = node.action is not None and not image_still_present(dict(node.action.meta))
-        if node.kind in IMAGE_KINDS and stale:
+        if node.kind not in IMAGE_KINDS or node.action is None:
+            continue
+        reference = node.action.meta.get("reference")
+        if isinstance(reference, str) and reference not in present:
+            present[reference] = image_exists(reference)
+        if not isinstance(reference, str) or not present[reference]:
             node.status, node.action = "miss", None

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from agevalx.cache.manifest import OutputRef
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import write_if_changed
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
+from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json
 from agevalx.lockfile.models import TaskLock, parse_lock
@@ -40,14 +41,18 @@ def write_lock_view(dataset_root: Path, node: Node) -> Path:
     assert node.task_id is not None
     path = lock_path(dataset_root, node.task_id)
     data = lock_bytes(node.payload["lock"])
-    if not path.is_file() or path.read_bytes() != data:
-        atomic_write(path, data)
+    write_if_changed(path, data)
     return path
 
 
 def task_lock(context: ExecutionContext, task_id: str) -> TaskLock:
     """The planned lock of `task_id` as its model (parsed once per plan)."""
-    payload = context.plan.node(f"lock:{task_id}").payload
+    return planned_lock(context.plan, task_id)
+
+
+def planned_lock(plan: Plan, task_id: str) -> TaskLock:
+    """The lock of a planned task as its model, parsed once per plan (not once per attempt)."""
+    payload = plan.node(f"lock:{task_id}").payload
     model = payload.get("lock_model")
     if not isinstance(model, TaskLock):
         model = payload["lock_model"] = parse_lock(payload["lock"])

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agevalx.cache.store import CacheStore
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import write_if_changed
 from agevalx.graph.nodes import Node, Status
 from agevalx.hashing import canonical_json
 from agevalx.results.paths import attempt_dir, attempt_id
@@ -75,8 +75,7 @@ def _path(dataset_root: Path, branch: Branch) -> Path:
 def record_branch(dataset_root: Path, branch: Branch) -> None:
     data = canonical_json(branch.model_dump(mode="json"))
     path = _path(dataset_root, branch)
-    if not path.is_file() or path.read_bytes() != data:
-        atomic_write(path, data)
+    write_if_changed(path, data)
 
 
 def recorded_branches(dataset_root: Path) -> list[Branch]:

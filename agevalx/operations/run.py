@@ -18,7 +18,7 @@ from agevalx.environments.container import remove_session_containers
 from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
-from agevalx.fsutil import atomic_write, make_dirs
+from agevalx.fsutil import atomic_write, make_dirs, write_if_changed
 from agevalx.gateway.recording import JUDGE_TRAFFIC
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
@@ -139,7 +139,7 @@ def write_attempt_views(
         judge = evaluation.outputs.get("judge_model")
         traffic = store.get_bytes(judge.digest) if judge is not None else b""
         if traffic:
-            atomic_write(directory / JUDGE_TRAFFIC, traffic)
+            write_if_changed(directory / JUDGE_TRAFFIC, traffic)
         else:  # no judge was called: no file (nor an earlier evaluation's)
             (directory / JUDGE_TRAFFIC).unlink(missing_ok=True)
     if run is not None:
@@ -153,12 +153,12 @@ def write_attempt_views(
                 continue
             data = store.get_bytes(run.outputs[output].digest)
             if data or output != "model":  # no model.jsonl for a run without model traffic
-                atomic_write(directory / name, data)
+                write_if_changed(directory / name, data)
         _write_artifacts(store, run, directory / ARTIFACTS_DIR)
     if diagnostics is not None and result.status == "ERROR":
         target = make_dirs(directory / ARTIFACTS_DIR) / DIAGNOSTICS_FILE
-        atomic_write(target, diagnostics.encode("utf-8", "replace"))
-    atomic_write(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
+        write_if_changed(target, diagnostics.encode("utf-8", "replace"))
+    write_if_changed(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
 
 
 def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> None:
@@ -422,5 +422,5 @@ def _write_views(
 def _write_summary(planned: Plan, summary: JobSummary) -> Path:
     """Write summary.json under .ageval/suite-runs/<job_id>/; its path."""
     path = suite_dir(planned.dataset.root, summary.job_id) / "summary.json"
-    atomic_write(path, summary.model_dump_json(indent=2).encode() + b"\n")
+    write_if_changed(path, summary.model_dump_json(indent=2).encode() + b"\n")
     return path

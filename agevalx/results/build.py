@@ -15,7 +15,8 @@ from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor
 from agevalx.hashing import digest_bytes, digest_json
-from agevalx.lockfile.models import TaskLock, parse_lock
+from agevalx.lockfile.models import TaskLock
+from agevalx.lockfile.node import planned_lock
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import (
     AttemptResult,
@@ -77,7 +78,7 @@ def attempt_result(
     """The result of one attempt from its nodes' cached outputs or failures; `retried` says
     which nodes a cluster ran a second time, and why."""
     nodes = attempt_nodes(plan, task_id, attempt)
-    lock = parse_lock(nodes[0].payload["lock"])
+    lock = planned_lock(plan, task_id)
     run, evaluate = actions.get(nodes[2].id), actions.get(nodes[3].id)
     roles = lock.binding.roles
     fields: dict[str, Any] = {

@@ -146,6 +146,27 @@ def test_damaged_action_entry_is_a_miss(store: CacheStore, damage: object) -> No
     assert store.get_action("run", KEY) is None
 
 
+@pytest.mark.parametrize("planted", ["fifo", "directory", "large"])
+def test_an_action_entry_that_is_not_a_small_file_is_a_miss(
+    store: CacheStore, planted: str
+) -> None:
+    """An entry is read through one descriptor: a fifo there is not waited on, a directory
+    or a file past one read is still read whole (and refused when it does not parse)."""
+    manifest = _blob_action(store, b"result")
+    path = layout.action_path(store.root, "run", KEY)
+    path.unlink()
+    if planted == "fifo":
+        os.mkfifo(path)
+    elif planted == "directory":
+        path.mkdir()
+    else:
+        data = manifest.canonical_bytes()
+        path.write_bytes(data[:-1] + b" " * (1 << 17) + data[-1:])
+        assert store.get_action("run", KEY) == manifest
+        path.write_bytes(data + b" " * (1 << 17) + b"x")
+    assert store.get_action("run", KEY) is None
+
+
 def test_put_action_refuses_outputs_that_are_not_stored(store: CacheStore) -> None:
     manifest = ActionManifest.create("run", KEY, {"out": OutputRef(digest="a" * 32, type="blob")})
     with pytest.raises(CacheError) as caught:

@@ -262,3 +262,43 @@ def test_file_names_that_are_not_utf8_raise_a_coded_error(tmp_path: Path) -> Non
     with pytest.raises(CacheError) as caught:
         hash_tree(tmp_path)
     assert caught.value.code == "cache_unencodable_path"
+    from agevalx.cache.tree import tree_values
+
+    with pytest.raises(CacheError) as caught:
+        tree_values([tmp_path])
+    assert caught.value.code == "cache_unencodable_path"
+
+
+def test_tree_values_are_what_the_manifests_say(tmp_path: Path, store: CacheStore) -> None:
+    """A plan keys trees by `tree_values`, not manifests: the same files, modes, links and
+    directories, from one walk of many roots."""
+    from agevalx.cache.tree import hash_trees, tree_values
+
+    roots = [tmp_path / "a", tmp_path / "b"]
+    for index, root in enumerate(roots):
+        (root / "sub" / "empty").mkdir(parents=True)
+        (root / "sub" / "f.txt").write_text(f"{index}\n")
+        (root / "run.sh").write_text("#!/bin/sh\n")
+        (root / "run.sh").chmod(0o755)
+        (root / "link").symlink_to("sub/f.txt")
+        os.mkfifo(root / "pipe")
+    specials: list[list[str]] = [[], []]
+    values = tree_values(
+        roots, exclude=["**/empty"], stat_cache=store.stat_cache, specials=specials
+    )
+    for root, found in zip(roots, values, strict=True):
+        manifest = hash_tree(root, exclude=["**/empty"])
+        assert found == {
+            e.path: "dir"
+            if e.type == "dir"
+            else f"symlink:{e.target}"
+            if e.type == "symlink"
+            else f"{e.digest}+x"
+            if e.mode == 0o755
+            else str(e.digest)
+            for e in manifest.entries
+        }
+    assert values[0]["run.sh"].endswith("+x") and values[0]["sub"] == "dir"
+    assert values[0]["sub/f.txt"] != values[1]["sub/f.txt"]
+    assert specials == [["pipe"], ["pipe"]]
+    assert [m.digest for m in hash_trees(roots)] == [hash_tree(root).digest for root in roots]

@@ -177,3 +177,57 @@ def test_an_invalid_task_fails_planning_with_its_lock_error(
     with pytest.raises(ConfigError) as failure:
         plan(PlanRequest(dataset=dataset, tasks=("alpha",)), store)
     assert failure.value.code == "task_id_mismatch"
+
+
+def test_the_plan_lists_nodes_and_edges_in_networkx_order(dataset: Path, store: CacheStore) -> None:
+    """`graph show` lists the planner's own graph; its order is networkx's for the same graph."""
+    import networkx as nx
+
+    planned = plan(PlanRequest(dataset=dataset, k=3), store)
+    listed = [node.id for node in planned.nodes()]
+    edges = planned.edges()
+    graph = planned.dag.to_networkx()
+    assert listed == list(nx.topological_sort(graph))
+    assert edges == list(graph.edges)
+    assert [node.id for node in planned.nodes()] == listed  # the same once `graph` is made
+    assert planned.graph.nodes["lock:alpha"]["node"] is planned.node("lock:alpha")
+
+
+def test_an_entry_two_tasks_share_is_looked_up_once(
+    dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alpha and beta build the same environment: one image key, one lookup per plan."""
+    looked_up: list[tuple[str, str]] = []
+    lookup = store.get_action
+
+    def counting(kind: str, key: str, present: set[tuple[str, str]] | None = None) -> object:
+        looked_up.append((kind, key))
+        return lookup(kind, key, present)
+
+    monkeypatch.setattr(store, "get_action", counting)
+    planned = plan(PlanRequest(dataset=dataset), store)
+    images = {node.key for node in planned.nodes() if node.kind == "image"}
+    assert len(images) == 1
+    assert looked_up.count(("image", images.pop())) == 1
+    assert len(looked_up) == len(set(looked_up)) == len(planned.nodes()) - 1
+
+
+def test_an_edit_that_keeps_size_and_mtime_still_changes_the_keys(
+    dataset: Path, store: CacheStore
+) -> None:
+    """The stat cache trusts an old file's digest while its stat is unchanged; an edit of the
+    same size with its mtime put back still moves the ctime, so the plan reads it again."""
+    import os
+    import time
+
+    old = time.time() - 3600  # past the stat cache's racy window, as on a settled dataset
+    for path in dataset.rglob("*"):
+        os.utime(path, (old, old))
+    before = keys(dataset, store)
+    assert keys(dataset, store) == before  # the second plan takes its digests from the cache
+    evaluator = dataset / ALPHA / "evaluator.py"
+    text = evaluator.read_text()
+    evaluator.write_text(text.replace("PASS", "FAIL"))
+    os.utime(evaluator, (old, old))
+    after = keys(dataset, store)
+    assert {name for name in before if before[name] != after[name]} == {"lock:alpha"} | EVALUATION

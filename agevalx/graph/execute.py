@@ -1,7 +1,10 @@
 """Executing a plan: compute the missing nodes in dependency order with a bounded worker pool.
 
 A node runs once every parent is done. A failed node stops its descendants and nothing else.
-Every node is reported as reused, computed, failed or blocked.
+Every node is reported as reused, computed, failed or blocked. Nodes of one key (the same
+work: two tasks of the same content, many tasks of one Dockerfile) are computed once per
+execution: the first one started computes, the others wait for it and reuse its entry (or
+fail with its error), as a cache hit found during the run.
 """
 
 from __future__ import annotations
@@ -152,6 +155,10 @@ class _Scheduler:
         self.reports: dict[str, NodeReport] = {}
         self.waiting = {name: set(self.graph.predecessors(name)) for name in self.graph.nodes}
         self.running: dict[Future[ActionManifest], str] = {}
+        self.computing: dict[tuple[str, str], str] = {}
+        """The node computing each (kind, key) started in this execution."""
+        self.followers: dict[str, list[str]] = {}
+        """Nodes waiting for the node computing their key, by that node."""
 
     def _report(self, name: str, report: NodeReport) -> None:
         self.reports[name] = report
@@ -160,6 +167,8 @@ class _Scheduler:
 
     def finish(self, name: str, report: NodeReport) -> None:
         self._report(name, report)
+        for follower in self.followers.pop(name, []):
+            self.follow(follower, report)
         if report.outcome in ("failed", "blocked"):
             import networkx as nx  # the plan's graph (`Plan.graph`) imported it already
 
@@ -189,9 +198,26 @@ class _Scheduler:
                     self.context.results[name] = action
                 self.finish(name, NodeReport(node, "reused", action=action))
                 return
+        leader = self.computing.setdefault((node.kind, node.key), name)
+        if leader != name:  # the same work is under way or done: never pay for it twice
+            if leader in self.reports:
+                self.follow(name, self.reports[leader])
+            else:
+                self.followers.setdefault(leader, []).append(name)
+            return
         if self.on_start is not None:
             self.on_start(node)
         self.running[self.pool.submit(self.dispatch, node, self.context)] = name
+
+    def follow(self, name: str, leader: NodeReport) -> None:
+        """Finish `name` as the node that computed its key finished: reused, or failed."""
+        node: Node = self.graph.nodes[name]["node"]
+        if leader.action is None:
+            self.finish(name, NodeReport(node, "failed", leader.error))
+            return
+        with self.context.lock:
+            self.context.results[name] = leader.action
+        self.finish(name, NodeReport(node, "reused", action=leader.action))
 
     def collect(self, future: Future[ActionManifest]) -> None:
         name = self.running.pop(future)

@@ -63,7 +63,7 @@ def test_first_run_computes_everything_and_second_reuses_everything(
     dataset: Path, store: CacheStore
 ) -> None:
     first = run_job(dataset, store, Recorder())
-    assert first.ok and first.counts()["computed"] == len(first.nodes)
+    assert first.ok and first.counts()["computed"] == len(first.nodes) - 1  # one image, twice
     again = Recorder()
     second = run_job(dataset, store, again)
     assert second.counts() == {"reused": len(first.nodes), "computed": 0, "failed": 0, "blocked": 0}
@@ -74,7 +74,8 @@ def test_parents_finish_before_children(dataset: Path, store: CacheStore) -> Non
     recorder = Recorder()
     run_job(dataset, store, recorder, workers=3)
     position = {name: index for index, name in enumerate(recorder.order)}
-    assert position["image:alpha"] < position["run:alpha#0"] < position["evaluate:alpha#0"]
+    [image] = [position[name] for name in position if name.startswith("image:")]
+    assert image < position["run:alpha#0"] < position["evaluate:alpha#0"]
     assert position["summary:job"] == len(recorder.order) - 1
 
 
@@ -101,6 +102,45 @@ def test_after_a_failure_the_next_run_computes_only_what_is_missing(
     report = run_job(dataset, store, recorder)
     assert sorted(recorder.order) == ["evaluate:alpha#1", "run:alpha#1", "summary:job"]
     assert report.ok
+
+
+def test_nodes_of_one_key_are_computed_once_and_the_others_reuse_its_entry(
+    dataset: Path, store: CacheStore
+) -> None:
+    """alpha and beta share one Dockerfile: their image nodes are the same work."""
+    recorder = Recorder(delay=0.05)
+    report = run_job(dataset, store, recorder, workers=2)
+    images = {item.node.id: item for item in report.nodes if item.node.kind == "image"}
+    assert images["image:alpha"].node.key == images["image:beta"].node.key
+    assert sorted(item.outcome for item in images.values()) == ["computed", "reused"]
+    assert [name for name in recorder.order if name.startswith("image:")] in (
+        ["image:alpha"],
+        ["image:beta"],
+    )
+    actions = {item.action.canonical_bytes() for item in images.values() if item.action}
+    assert len(actions) == 1
+    runs = [item for item in report.nodes if item.node.kind == "run"]
+    assert {item.outcome for item in runs} == {"computed"} and report.ok
+
+
+def test_when_the_node_computing_a_key_fails_the_others_of_that_key_fail_with_its_error(
+    dataset: Path, store: CacheStore
+) -> None:
+    started: list[str] = []
+    recorder = Recorder(fail={"image:alpha", "image:beta"}, delay=0.05)
+
+    def counting(node: Node, context: ExecutionContext) -> NodeResult:
+        started.append(node.id)
+        return recorder(node, context)
+
+    planned = plan(PlanRequest(dataset=dataset, k=1), store)
+    with substituted({**recorder.executors(), "image": counting}):
+        report = execute(planned, store, workers=2)
+    assert len(started) == 1 and started[0].startswith("image:")
+    images = [item for item in report.nodes if item.node.kind == "image"]
+    assert [item.outcome for item in images] == ["failed", "failed"]
+    assert {item.error.code for item in images if item.error} == {"fake_failure"}
+    assert {item.outcome for item in report.nodes if item.node.kind == "run"} == {"blocked"}
 
 
 def test_workers_bound_concurrency(dataset: Path, store: CacheStore) -> None:

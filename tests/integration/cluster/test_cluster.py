@@ -122,8 +122,8 @@ def ageval(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[st
 
 def job_dataset(target: Path, more: dict[str, str] | None = None) -> Path:
     """runcases' ageval.yaml and profiles with four tasks (two copies under other ids), and
-    `more` copies (id: source). A copy's attempts have the same keys as its source's: keys
-    are made of content, not of task ids."""
+    `more` copies (id: source). Keys are made of content, not of task ids, and a job computes
+    each key once: a copy gets a file of its own (copy.txt), so its attempts are its own."""
     target.mkdir(parents=True)
     for name in ("ageval.yaml", "profiles.yaml"):
         shutil.copy(RUNCASES / name, target / name)
@@ -131,6 +131,8 @@ def job_dataset(target: Path, more: dict[str, str] | None = None) -> Path:
         shutil.copytree(RUNCASES / "tasks" / source, target / "tasks" / task)
         spec = target / "tasks" / task / "task.yaml"
         spec.write_text(spec.read_text().replace(f"task_id: {source}", f"task_id: {task}"))
+        if task != source:
+            (target / "tasks" / task / "copy.txt").write_text(f"{task}\n")
     return target
 
 
@@ -322,8 +324,6 @@ def test_an_attempt_kept_on_the_cluster_is_forked_on_the_cluster_from_its_checkp
     """The source's checkpoints are stored by a worker (on the remote); the fork's run node
     restores one on whichever worker runs it, and the driver lists and records the lineage."""
     dataset = job_dataset(tmp_path / "dataset", {"steps-to-fork": "three-steps"})
-    with (dataset / "tasks/steps-to-fork/run.py").open("a") as run_py:
-        run_py.write("# not the three-steps of the other tests: a run key of its own\n")
     driver = tmp_path / "driver"
     add_remote(capsys, walk, driver)
     clustered = [*remote_args(walk, driver), "--cluster", cluster.address]

@@ -35,13 +35,12 @@ from agevalx.environments.container import (
 )
 from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.errors import AgevalError
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
-from agevalx.gateway.attempt import AttemptRoutes, judge_environment
+from agevalx.gateway.attempt import AttemptRoutes, judge_environment, judged
 from agevalx.gateway.recording import TrafficLog
 from agevalx.lockfile.models import TaskLock
 
@@ -230,22 +229,7 @@ class EvaluatorPy(Verifier):
         session.check_collection()
         with contextlib.ExitStack() as stack:
             routes = judge_routes(session.lock, stack, session.judge_traffic)
-            result = self._verify(session, routes)
-            usage = routes.summary()
-            role = session.lock.task.evaluation.judge
-            if role is not None:
-                try:
-                    routes.check(role)
-                except AgevalError as exc:
-                    result = EvaluationResult.failed(
-                        exc.code,
-                        exc.message,
-                        evaluator_output=result.evaluator_output,
-                        seconds=result.seconds,
-                    )
-            if not usage:
-                return result
-            return EvaluationResult.model_validate({**result.model_dump(), "usage": usage})
+            return judged(self._verify(session, routes), routes)
 
     def _verify(self, session: ScoringSession, routes: AttemptRoutes) -> EvaluationResult:
         started = time.monotonic()

@@ -30,6 +30,7 @@ from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.session import ScoringSession
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
+from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes, judged
 from agevalx.harbor.dataset import (
     HarborSource,
     declares_tasks,
@@ -65,7 +66,6 @@ from agevalx.lockfile.models import TaskLock
 from agevalx.runner.snapshot import SnapshotRoots
 
 if TYPE_CHECKING:
-    from agevalx.gateway.attempt import AttemptRoutes
     from agevalx.gateway.recording import TrafficLog
 
 SANDBOX_RETRIES = 2
@@ -404,7 +404,6 @@ def route_judges(
     the host) and `<P>API_KEY` the route's token. Without judges, no routes (None)."""
     if not judges:
         return None, spec
-    from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes  # the gateway, lazily
     from agevalx.gateway.routes import Upstream
     from agevalx.gateway.server import shared_gateway  # aiohttp: only a verifier with judges
 
@@ -425,28 +424,6 @@ def route_judges(
             env[judge.key_name] = route.token
     verifier = spec.verifier.model_copy(update={"env": env})
     return routes, spec.model_copy(update={"verifier": verifier})
-
-
-def judged(
-    result: EvaluationResult, routes: AttemptRoutes | None, *, timed_out: bool
-) -> EvaluationResult:
-    """`result` with its judges' usage; an ERROR (`model_upstream_unavailable`...) when a
-    judge's upstream failed, or was still failing when the verifier ran out of time."""
-    if routes is None:
-        return result
-    for role in routes.routes:
-        try:
-            routes.check(role, out_of_time=timed_out)
-        except AgevalError as exc:
-            result = EvaluationResult.failed(
-                exc.code,
-                exc.message,
-                evaluator_output=result.evaluator_output,
-                seconds=result.seconds,
-                details=result.details,
-            )
-            break
-    return EvaluationResult.model_validate({**result.model_dump(), "usage": routes.summary()})
 
 
 def verify_with_retries(

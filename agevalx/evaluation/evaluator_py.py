@@ -35,6 +35,7 @@ from agevalx.environments.container import (
 )
 from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.environments.standby import Network
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runtime
@@ -71,6 +72,17 @@ def scoring_network(host: dict[str, Any]) -> str | None:
         return "none"
     network = host.get("network")
     return str(network) if network is not None else None
+
+
+def standby_network(lock: TaskLock) -> Network | None:
+    """The network of the scoring container, for a namespace started ahead of it
+    (`environments.standby`); None behind an `egress: llm` fence, which each evaluation makes
+    for itself."""
+    host = lock.binding.evaluate_host["environment_options"]
+    if host.get("egress") == "llm":
+        return None
+    network = scoring_network(host)
+    return Network(network, host_gateway=network != "none")
 
 
 def scoring_fence(

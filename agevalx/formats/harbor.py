@@ -66,6 +66,7 @@ from agevalx.lockfile.models import TaskLock
 from agevalx.runner.snapshot import SnapshotRoots
 
 if TYPE_CHECKING:
+    from agevalx.environments.standby import Network
     from agevalx.gateway.recording import TrafficLog
 
 SANDBOX_RETRIES = 2
@@ -293,6 +294,16 @@ class HarborRuntime(TaskRuntime):
         once /logs and /logs/agent are known to be directories still."""
         check_log_dirs(container, self.spec)
         collect_artifacts(container, self.spec, into)
+
+    def scoring_network(self) -> Network | None:
+        """The scoring host's network when test.sh or a verifier class scores in a container
+        of the attempt's filesystem (a separate verifier environment starts its own)."""
+        verifier = self.spec.verifier
+        if self.spec.failure is not None or verifier.disabled or verifier.separate is not None:
+            return None
+        from agevalx.evaluation.evaluator_py import standby_network  # lazily, as the verifier
+
+        return standby_network(self.lock)
 
     def verifier(self) -> Verifier:
         """Harbor's verifier; the model endpoints of its env (`agevalx.harbor.judges`) are

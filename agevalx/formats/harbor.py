@@ -356,8 +356,13 @@ class HarborVerifier(Verifier):
             return judged(result, routes, timed_out=outcome.status == VerifierStatus.TIMEOUT)
 
     def _attempt(self, session: ScoringSession) -> AttemptContainer:
+        return session.attempt_container(self._scoring_spec(session), full_filesystem=True)
+
+    def _scoring_spec(self, session: ScoringSession) -> ContainerSpec:
+        """A container of the attempt's final filesystem, as it is: the attempt's directories
+        are not made again (Harbor's verifier never uses them)."""
         spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
-        return session.attempt_container(spec, full_filesystem=True)
+        return dataclasses.replace(spec, attempt_dirs=False)
 
     def _verify_once(self, session: ScoringSession) -> VerifierOutcome:
         trials = session.trials_dir
@@ -372,7 +377,7 @@ class HarborVerifier(Verifier):
 
         host = session.lock.binding.evaluate_host["environment_options"]
         fence = scoring_fence(session.lock, session.attempt_id, self.gateway_port)
-        spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
+        spec = self._scoring_spec(session)
         if fence is not None:
             spec = fence.behind(spec)
         else:

@@ -57,10 +57,14 @@ def container_spec(spec: HarborTaskSpec, image: str, name_hint: str) -> Containe
     )
 
 
+SHELL_PROBE = "command -v bash >/dev/null 2>&1 && echo bash || echo sh"
+"""Prints the shell Harbor runs commands with in the container (see `shell_of`)."""
+
+
 def shell_of(container: AttemptContainer) -> str:
     """`bash` when the image has it, else `sh`."""
-    probe = container.exec("command -v bash >/dev/null 2>&1", workdir="/", user=ROOT)
-    return "bash" if probe.exit_code == 0 else "sh"
+    probe = container.exec(SHELL_PROBE, workdir="/", user=ROOT)
+    return "bash" if probe.output.strip().endswith("bash") else "sh"
 
 
 def home_of(container: AttemptContainer, user: str | None) -> str:

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from agevalx.agents.oracle import OracleLayout
 from agevalx.dataset.files import FileDigester
 from agevalx.environments.attempt import AttemptEnvironment
-from agevalx.environments.container import WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.container import (
+    HOME,
+    PRIVATE,
+    WORKSPACE,
+    AttemptContainer,
+    ContainerSpec,
+)
 from agevalx.environments.gpus import GpuRequest
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
@@ -194,6 +200,9 @@ class HarborRuntime(TaskRuntime):
         self.spec = dataset.task_spec(lock.task_id)
 
     def container_spec(self, base: ContainerSpec) -> ContainerSpec:
+        """The task's resources and container env; the attempt's directories are made by
+        `prepare`, in the exec that makes /logs (a container with a `user` makes them as it
+        starts, owned by that user)."""
         own = container_spec(self.spec, base.image, base.name_hint)
         return dataclasses.replace(
             base,
@@ -202,6 +211,7 @@ class HarborRuntime(TaskRuntime):
             gpus=own.gpus,
             gpu_types=own.gpu_types,
             environment=own.environment,
+            attempt_dirs=False,
         )
 
     def gpu_requests(self) -> list[GpuRequest]:
@@ -218,7 +228,7 @@ class HarborRuntime(TaskRuntime):
 
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
         container = environment.container
-        prepare_environment(container, self.spec, workdir=workdir)
+        prepare_environment(container, self.spec, workdir=workdir, also=(WORKSPACE, HOME, PRIVATE))
         if self.spec.healthcheck is not None:
             healthcheck(container, self.spec, workdir=workdir)
 

@@ -60,28 +60,20 @@ def report(name: str, times: list[float]) -> float:
 
 
 def engine_operations(command: list[str], env: dict[str, str]) -> collections.Counter[str]:
-    """The engine's events on the containers the process running `command` made."""
-    events = subprocess.Popen(
-        ["docker", "events", "--filter", "type=container", "--format", "{{json .}}"],
-        stdout=subprocess.PIPE,
-        text=True,
+    """The engine's events on the containers the process running `command` made (asked for
+    after it ended: the engine replays its last events)."""
+    since = time.time()
+    run = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if run.wait() != 0:
+        raise SystemExit(f"{' '.join(command)} failed")
+    query = ["docker", "events", "--since", f"{since:.3f}", "--until", f"{time.time() + 1:.3f}"]
+    query += ["--filter", "type=container", "--filter", f"label={OWNER_PID}={run.pid}"]
+    found = subprocess.run(
+        [*query, "--format", "{{json .}}"], capture_output=True, text=True, check=True
     )
-    time.sleep(0.5)  # the stream is open before the run starts
-    try:
-        run = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        if run.wait() != 0:
-            raise SystemExit(f"{' '.join(command)} failed")
-        time.sleep(1.0)  # the last events reach the stream
-    finally:
-        events.terminate()
-    lines, _ = events.communicate()
     counts: collections.Counter[str] = collections.Counter()
-    for line in lines.splitlines():
-        event = json.loads(line)
-        if event.get("Actor", {}).get("Attributes", {}).get(OWNER_PID) == str(run.pid):
-            counts[str(event.get("Action", "")).split(":")[0]] += 1
+    for line in found.stdout.splitlines():
+        counts[str(json.loads(line).get("Action", "")).split(":")[0]] += 1
     return counts
 
 

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, TypeVar
 
 import docker
 from docker.models.containers import _create_container_args
@@ -37,6 +37,7 @@ OUTPUT_LIMIT = 1 << 20
 COPY_CHUNK = 1 << 20
 REMOVERS = 2
 """Containers removed at once in the background (see `AttemptContainer.remove_later`)."""
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,9 @@ class AttemptContainer:
 
     def __init__(self, container: Any) -> None:
         self._container = container
+        self.network_owner: AttemptContainer | None = None
+        """The container whose network namespace this one joined (see `standby`): removed
+        right after this one."""
 
     @property
     def id(self) -> str:
@@ -373,6 +377,12 @@ class AttemptContainer:
         return bool(self._container.status == "running")
 
     def remove(self) -> None:
+        """Remove the container (and the one whose network namespace it joined)."""
+        self._remove()
+        if self.network_owner is not None:
+            self.network_owner.remove()
+
+    def _remove(self) -> None:
         try:
             self._container.remove(force=True)
         except docker.errors.NotFound:
@@ -381,8 +391,11 @@ class AttemptContainer:
             pass
 
     def remove_later(self) -> None:
-        """`remove` in the background (see `in_background`)."""
-        in_background(self.remove)
+        """`remove` in the background (see `in_background`); the container whose namespace
+        it joined goes at the same time (nothing runs in it any more)."""
+        in_background(self._remove)
+        if self.network_owner is not None:
+            self.network_owner.remove_later()
 
 
 def bounded_tail(chunks: Iterable[bytes], limit: int) -> bytes:
@@ -426,8 +439,9 @@ def _create_and_start(arguments: dict[str, Any]) -> Any:
     return container
 
 
-_removals: set[Future[None]] = set()
+_removals: set[Future[Any]] = set()
 _removals_lock = threading.Lock()
+_session_removal_hooks: list[Callable[[], None]] = []
 
 
 @cache
@@ -435,19 +449,22 @@ def _remover() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=REMOVERS, thread_name_prefix="ageval-remove")
 
 
-def in_background(removal: Callable[[], None]) -> None:
-    """Run a removal in the background, for a caller done with what it removes and whose
-    result does not depend on the removal: the engine's kill and teardown then overlap with
-    the next step (scoring, the next attempt), at most `REMOVERS` at once.
-    `wait_for_removals` waits for all of them; `remove_session_containers` does so before it
-    looks for leftovers, so a run leaves nothing behind."""
+def in_background(work: Callable[[], T]) -> Future[T]:
+    """Run engine work in the background: a removal, for a caller done with what it removes
+    and whose result does not depend on the removal (the engine's kill and teardown then
+    overlap with the next step: scoring, the next attempt), or a start ahead of need (see
+    `standby`); at most `REMOVERS` at once. `wait_for_removals` waits for all of them;
+    `remove_session_containers` does so before it looks for leftovers, so a run leaves
+    nothing behind."""
     with _removals_lock:
-        _removals.add(_remover().submit(removal))
+        future = _remover().submit(work)
+        _removals.add(future)
+    return future
 
 
 def wait_for_removals() -> None:
-    """Wait until every removal handed to `in_background` has ended (a failed one leaves its
-    container to `remove_session_containers` or to the owner sweep of a later run)."""
+    """Wait until all the work handed to `in_background` has ended (a failed removal leaves
+    its container to `remove_session_containers` or to the owner sweep of a later run)."""
     with _removals_lock:
         pending = list(_removals)
         _removals.clear()
@@ -491,9 +508,18 @@ def join_session(session: str) -> None:
     SESSION = session
 
 
+def on_session_removal(hook: Callable[[], None]) -> None:
+    """Call `hook` whenever `remove_session_containers` is about to remove what is left (a
+    holder of started containers forgets them)."""
+    _session_removal_hooks.append(hook)
+
+
 def remove_session_containers() -> int:
-    """Remove every container this process started (after Ctrl-C or a crash), once the
-    background removals are done."""
+    """Remove every container this process started (after Ctrl-C or a crash, and at the end
+    of a run), once the background work is done (what is queued and not yet started for
+    later use is dropped first, by the hooks of `on_session_removal`)."""
+    for hook in _session_removal_hooks:
+        hook()
     wait_for_removals()
     try:
         return _remove_labelled(f"{LABEL}.session={SESSION}")

@@ -35,13 +35,13 @@ from agevalx.environments.container import (
 )
 from agevalx.environments.egress import EgressFence, allowed_hosts
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.errors import AgevalError
+from agevalx.environments.standby import Network
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import Verifier
-from agevalx.gateway.attempt import AttemptRoutes, judge_environment
+from agevalx.gateway.attempt import AttemptRoutes, judge_environment, judged
 from agevalx.gateway.recording import TrafficLog
 from agevalx.lockfile.models import TaskLock
 
@@ -72,6 +72,17 @@ def scoring_network(host: dict[str, Any]) -> str | None:
         return "none"
     network = host.get("network")
     return str(network) if network is not None else None
+
+
+def standby_network(lock: TaskLock) -> Network | None:
+    """The network of the scoring container, for a namespace started ahead of it
+    (`environments.standby`); None behind an `egress: llm` fence, which each evaluation makes
+    for itself."""
+    host = lock.binding.evaluate_host["environment_options"]
+    if host.get("egress") == "llm":
+        return None
+    network = scoring_network(host)
+    return Network(network, host_gateway=network != "none")
 
 
 def scoring_fence(
@@ -230,22 +241,7 @@ class EvaluatorPy(Verifier):
         session.check_collection()
         with contextlib.ExitStack() as stack:
             routes = judge_routes(session.lock, stack, session.judge_traffic)
-            result = self._verify(session, routes)
-            usage = routes.summary()
-            role = session.lock.task.evaluation.judge
-            if role is not None:
-                try:
-                    routes.check(role)
-                except AgevalError as exc:
-                    result = EvaluationResult.failed(
-                        exc.code,
-                        exc.message,
-                        evaluator_output=result.evaluator_output,
-                        seconds=result.seconds,
-                    )
-            if not usage:
-                return result
-            return EvaluationResult.model_validate({**result.model_dump(), "usage": usage})
+            return judged(self._verify(session, routes), routes)
 
     def _verify(self, session: ScoringSession, routes: AttemptRoutes) -> EvaluationResult:
         started = time.monotonic()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
+from agevalx.environments.standby import Network, joined, standby
 from agevalx.lockfile.models import TaskLock
 from agevalx.runner.collect import CollectFailure, place
 
@@ -90,7 +91,7 @@ class ScoringSession:
         home matter, so the snapshots of those two are not enough."""
         spec = base or ContainerSpec(image="", name_hint=f"eval-{self.attempt_id}")
         if self.attempt_image is not None and image_exists(self.attempt_image):
-            return self.start(dataclasses.replace(spec, image=self.attempt_image))
+            return self._start_first(dataclasses.replace(spec, image=self.attempt_image))
         if full_filesystem or self.task_image is None or self.restore is None:
             raise EnvironmentFailure(
                 "run_image_missing",
@@ -98,7 +99,7 @@ class ScoringSession:
                 "cannot be scored",
                 hint="run the attempt again with --fresh",
             )
-        container = self.start(dataclasses.replace(spec, image=self.task_image))
+        container = self._start_first(dataclasses.replace(spec, image=self.task_image))
         self.restore(container)
         return container
 
@@ -108,7 +109,7 @@ class ScoringSession:
         if self.host_image is None:
             container = self.attempt_container(base)
         else:
-            container = self.start(dataclasses.replace(base, image=self.host_image))
+            container = self._start_first(dataclasses.replace(base, image=self.host_image))
             if self.restore_workspace is not None:
                 self.restore_workspace(container)
         if self.collected is not None and self.lock.task.evaluation.collect:
@@ -136,6 +137,22 @@ class ScoringSession:
         labels = (*spec.labels, (ATTEMPT_LABEL, self.attempt_id), (LABEL, "scoring"))
         container = AttemptContainer.start(dataclasses.replace(spec, labels=labels))
         self._started.append(container)
+        return container
+
+    def _start_first(self, spec: ContainerSpec) -> AttemptContainer:
+        """`start` the container the verifier scores in: in a network namespace the run
+        stage had started for it (`environments.standby`), when one is ready on the spec's
+        network, else as any other."""
+        network = Network.of(spec)
+        placeholder = standby().take(network) if network is not None else None
+        if placeholder is None:
+            return self.start(spec)
+        try:
+            container = self.start(joined(spec, placeholder))
+        except EnvironmentFailure:  # the placeholder is gone: start on our own
+            placeholder.remove_later()
+            return self.start(spec)
+        container.network_owner = placeholder
         return container
 
     def scoring_image(self, name: str) -> str:

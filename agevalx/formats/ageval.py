@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agevalx.agents.oracle import OracleLayout
     from agevalx.environments.attempt import AttemptEnvironment
     from agevalx.environments.container import AttemptContainer, ContainerSpec
+    from agevalx.environments.standby import Network
 
 DATASET_FILE = "ageval.yaml"
 
@@ -198,3 +199,8 @@ class AgevalRuntime(TaskRuntime):
         from agevalx.evaluation.evaluator_py import EvaluatorPy
 
         return EvaluatorPy()
+
+    def scoring_network(self) -> Network | None:
+        from agevalx.evaluation.evaluator_py import standby_network
+
+        return standby_network(self.lock)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agevalx.environments.attempt import AttemptEnvironment
     from agevalx.environments.container import AttemptContainer, ContainerSpec
     from agevalx.environments.gpus import GpuRequest
+    from agevalx.environments.standby import Network
     from agevalx.evaluation.result import EvaluationResult
     from agevalx.evaluation.session import ScoringSession
     from agevalx.graph.plan import Plan
@@ -145,6 +146,12 @@ class TaskRuntime(ABC):
     @abstractmethod
     def verifier(self) -> Verifier:
         """What scores an attempt of this task."""
+
+    def scoring_network(self) -> Network | None:
+        """The network of the container the verifier scores in first, when it is known before
+        the run ends: a namespace on it is started while the run stage runs
+        (`environments.standby`). None: nothing is started ahead."""
+        return None
 
 
 @dataclass

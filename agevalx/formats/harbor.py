@@ -24,12 +24,19 @@ from typing import TYPE_CHECKING, Any
 from agevalx.agents.oracle import OracleLayout
 from agevalx.dataset.files import FileDigester
 from agevalx.environments.attempt import AttemptEnvironment
-from agevalx.environments.container import WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.container import (
+    HOME,
+    PRIVATE,
+    WORKSPACE,
+    AttemptContainer,
+    ContainerSpec,
+)
 from agevalx.environments.gpus import GpuRequest
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.session import ScoringSession
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
+from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes, judged
 from agevalx.harbor.dataset import (
     HarborSource,
     declares_tasks,
@@ -65,7 +72,7 @@ from agevalx.lockfile.models import TaskLock
 from agevalx.runner.snapshot import SnapshotRoots
 
 if TYPE_CHECKING:
-    from agevalx.gateway.attempt import AttemptRoutes
+    from agevalx.environments.standby import Network
     from agevalx.gateway.recording import TrafficLog
 
 SANDBOX_RETRIES = 2
@@ -193,6 +200,9 @@ class HarborRuntime(TaskRuntime):
         self.spec = dataset.task_spec(lock.task_id)
 
     def container_spec(self, base: ContainerSpec) -> ContainerSpec:
+        """The task's resources and container env; the attempt's directories are made by
+        `prepare`, in the exec that makes /logs (a container with a `user` makes them as it
+        starts, owned by that user)."""
         own = container_spec(self.spec, base.image, base.name_hint)
         return dataclasses.replace(
             base,
@@ -201,6 +211,7 @@ class HarborRuntime(TaskRuntime):
             gpus=own.gpus,
             gpu_types=own.gpu_types,
             environment=own.environment,
+            attempt_dirs=False,
         )
 
     def gpu_requests(self) -> list[GpuRequest]:
@@ -217,7 +228,7 @@ class HarborRuntime(TaskRuntime):
 
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
         container = environment.container
-        prepare_environment(container, self.spec, workdir=workdir)
+        prepare_environment(container, self.spec, workdir=workdir, also=(WORKSPACE, HOME, PRIVATE))
         if self.spec.healthcheck is not None:
             healthcheck(container, self.spec, workdir=workdir)
 
@@ -294,6 +305,16 @@ class HarborRuntime(TaskRuntime):
         check_log_dirs(container, self.spec)
         collect_artifacts(container, self.spec, into)
 
+    def scoring_network(self) -> Network | None:
+        """The scoring host's network when test.sh or a verifier class scores in a container
+        of the attempt's filesystem (a separate verifier environment starts its own)."""
+        verifier = self.spec.verifier
+        if self.spec.failure is not None or verifier.disabled or verifier.separate is not None:
+            return None
+        from agevalx.evaluation.evaluator_py import standby_network  # lazily, as the verifier
+
+        return standby_network(self.lock)
+
     def verifier(self) -> Verifier:
         """Harbor's verifier; the model endpoints of its env (`agevalx.harbor.judges`) are
         routed through the model gateway."""
@@ -345,8 +366,13 @@ class HarborVerifier(Verifier):
             return judged(result, routes, timed_out=outcome.status == VerifierStatus.TIMEOUT)
 
     def _attempt(self, session: ScoringSession) -> AttemptContainer:
+        return session.attempt_container(self._scoring_spec(session), full_filesystem=True)
+
+    def _scoring_spec(self, session: ScoringSession) -> ContainerSpec:
+        """A container of the attempt's final filesystem, as it is: the attempt's directories
+        are not made again (Harbor's verifier never uses them)."""
         spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
-        return session.attempt_container(spec, full_filesystem=True)
+        return dataclasses.replace(spec, attempt_dirs=False)
 
     def _verify_once(self, session: ScoringSession) -> VerifierOutcome:
         trials = session.trials_dir
@@ -361,7 +387,7 @@ class HarborVerifier(Verifier):
 
         host = session.lock.binding.evaluate_host["environment_options"]
         fence = scoring_fence(session.lock, session.attempt_id, self.gateway_port)
-        spec = container_spec(self.spec, "", f"scoring-{session.attempt_id}")
+        spec = self._scoring_spec(session)
         if fence is not None:
             spec = fence.behind(spec)
         else:
@@ -404,7 +430,6 @@ def route_judges(
     the host) and `<P>API_KEY` the route's token. Without judges, no routes (None)."""
     if not judges:
         return None, spec
-    from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes  # the gateway, lazily
     from agevalx.gateway.routes import Upstream
     from agevalx.gateway.server import shared_gateway  # aiohttp: only a verifier with judges
 
@@ -425,28 +450,6 @@ def route_judges(
             env[judge.key_name] = route.token
     verifier = spec.verifier.model_copy(update={"env": env})
     return routes, spec.model_copy(update={"verifier": verifier})
-
-
-def judged(
-    result: EvaluationResult, routes: AttemptRoutes | None, *, timed_out: bool
-) -> EvaluationResult:
-    """`result` with its judges' usage; an ERROR (`model_upstream_unavailable`...) when a
-    judge's upstream failed, or was still failing when the verifier ran out of time."""
-    if routes is None:
-        return result
-    for role in routes.routes:
-        try:
-            routes.check(role, out_of_time=timed_out)
-        except AgevalError as exc:
-            result = EvaluationResult.failed(
-                exc.code,
-                exc.message,
-                evaluator_output=result.evaluator_output,
-                seconds=result.seconds,
-                details=result.details,
-            )
-            break
-    return EvaluationResult.model_validate({**result.model_dump(), "usage": routes.summary()})
 
 
 def verify_with_retries(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agevalx.config.secrets import resolve_reference
 from agevalx.errors import AgevalError
+from agevalx.evaluation.result import EvaluationResult
 from agevalx.gateway.recording import TrafficLog
 from agevalx.gateway.replaying import TrafficReplay
 from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
@@ -132,6 +133,30 @@ class AttemptRoutes:
         if self.gateway is not None:
             for route in self.routes.values():
                 self.gateway.unregister(route)
+
+
+def judged(
+    result: EvaluationResult, routes: AttemptRoutes | None, *, timed_out: bool = False
+) -> EvaluationResult:
+    """`result` with its LLM judges' usage (the routes' summary, `evaluator_usage`); an ERROR
+    (`model_upstream_unavailable`...) when a judge's upstream failed, or was still failing
+    when the verifier ran out of time (`timed_out`). The ERROR keeps what the verifier said
+    (its output, seconds and details), for whoever looks into why the judge was not there."""
+    if routes is None:
+        return result
+    for role in routes.routes:
+        try:
+            routes.check(role, out_of_time=timed_out)
+        except AgevalError as exc:
+            result = EvaluationResult.failed(
+                exc.code,
+                exc.message,
+                evaluator_output=result.evaluator_output,
+                seconds=result.seconds,
+                details=result.details,
+            )
+            break
+    return EvaluationResult.model_validate({**result.model_dump(), "usage": routes.summary()})
 
 
 JUDGE_BASE_URL = "AGEVAL_JUDGE_BASE_URL"

@@ -57,10 +57,14 @@ def container_spec(spec: HarborTaskSpec, image: str, name_hint: str) -> Containe
     )
 
 
+SHELL_PROBE = "command -v bash >/dev/null 2>&1 && echo bash || echo sh"
+"""Prints the shell Harbor runs commands with in the container (see `shell_of`)."""
+
+
 def shell_of(container: AttemptContainer) -> str:
     """`bash` when the image has it, else `sh`."""
-    probe = container.exec("command -v bash >/dev/null 2>&1", workdir="/", user=ROOT)
-    return "bash" if probe.exit_code == 0 else "sh"
+    probe = container.exec(SHELL_PROBE, workdir="/", user=ROOT)
+    return "bash" if probe.output.strip().endswith("bash") else "sh"
 
 
 def home_of(container: AttemptContainer, user: str | None) -> str:
@@ -122,16 +126,21 @@ def directory_files(source: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def prepare_environment(
-    container: AttemptContainer, spec: HarborTaskSpec, *, workdir: str | None = None
+    container: AttemptContainer,
+    spec: HarborTaskSpec,
+    *,
+    workdir: str | None = None,
+    also: tuple[str, ...] = (),
 ) -> None:
     """What Harbor's docker environment does after start: environment/ copied into the
     workdir of a prebuilt image without Dockerfile, and /logs/{agent,verifier,artifacts}
-    created world-writable."""
+    created world-writable; the directories `also` are made in the same exec."""
     if spec.upload_environment_dir:
         target = workdir or spec.workdir or "/"
         container.put_files(target, directory_files(spec.dir / "environment"))
     dirs = f"{AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACT_LOGS}"
-    run_checked(container, f"mkdir -p {dirs} && chmod 777 {dirs}", "creating /logs")
+    made = " ".join((dirs, *also))
+    run_checked(container, f"mkdir -p {made} && chmod 777 {dirs}", "creating /logs")
 
 
 LOG_DIRS = (LOGS, AGENT_LOGS)

@@ -31,12 +31,12 @@ from agevalx.harbor.sandbox import (
     AGENT_LOGS,
     ROOT,
     SANDBOX_ERRORS,
+    SHELL_PROBE,
     SOLUTION,
     TESTS,
     VERIFIER_LOGS,
     home_of,
     read_text,
-    run_checked,
     run_shell,
     shell_of,
     tail,
@@ -64,10 +64,19 @@ def _outcome(
     )
 
 
-def _reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> None:
+def _reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> str:
+    """Empty /logs/verifier and (when the tests are uploaded) /tests; the shell test.sh runs
+    with (`shell_of`), asked in the same exec."""
     targets = f"{TESTS} {VERIFIER_LOGS}" if upload_tests else VERIFIER_LOGS
     command = f"rm -rf {targets} && mkdir -p {targets} && chmod 777 {VERIFIER_LOGS}"
-    run_checked(container, command, "emptying /tests and /logs/verifier")
+    result = container.exec(f"{command} && {{ {SHELL_PROBE}; }}", workdir="/", user=ROOT)
+    if result.exit_code != 0:
+        raise EnvironmentFailure(
+            "exec_failed",
+            f"emptying /tests and /logs/verifier failed ({result.exit_code}): "
+            + result.output[-500:],
+        )
+    return "bash" if result.output.strip().endswith("bash") else "sh"
 
 
 def _read_rewards(container: AttemptContainer) -> tuple[Rewards, str]:
@@ -90,9 +99,8 @@ def _verify(
 ) -> VerifierOutcome:
     verifier = spec.verifier
     upload = verifier.separate is None or not verifier.separate.bundled_tests
-    shell = shell_of(container)
     home = home_of(container, None)
-    _reset_verifier_dirs(container, upload)
+    shell = _reset_verifier_dirs(container, upload)
     if upload:
         if not (verifier.tests_dir / "test.sh").is_file():
             message = f"no tests/test.sh in {spec.dir}"

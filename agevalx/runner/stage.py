@@ -50,6 +50,7 @@ from agevalx.environments.container import (
 from agevalx.environments.egress import EgressFence, allowed_hosts, move_behind
 from agevalx.environments.gpus import check_requests
 from agevalx.environments.owners import this_process
+from agevalx.environments.standby import standby
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.gateway.attempt import AttemptRoutes
@@ -603,6 +604,9 @@ def _run_attempt(
     record.container_id, record.run_started = container.id, time.time()
     write_attempt(directory, record)
     clock.add("environment", started)
+    scoring_network = runtime.scoring_network()
+    if scoring_network is not None:  # its namespace starts while the run stage runs
+        standby().expect(scoring_network)
     try:
         state = _RunState(
             node=node,
@@ -646,6 +650,10 @@ def _run_attempt(
             labels=image_labels(context.store),
             pause=limit is not None,  # an agent the wall time cut off may still be writing
         )
+    except BaseException:
+        if scoring_network is not None:
+            standby().withdraw(scoring_network)
+        raise
     finally:
         place.environment.close_later()  # committed: its removal overlaps with what follows
     transcript = b"".join(canonical_json(line) + b"\n" for line in state.transcript_lines)

@@ -238,7 +238,10 @@ def test_a_resume_reattaches_the_dead_owners_container(copy_dataset, tmp_path, c
     code = main(["run", str(dataset), "--task", "three-steps", "--resume", attempt, "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 0 and document["results"][0]["status"] == "PASS", document
-    assert document["reaped"]["containers"] == []  # the resumed container was adopted
+    # the resumed container was adopted; only the placeholder of the killed run's scoring
+    # network (`environments.standby`) was left to reap
+    reaped = document["reaped"]["containers"]
+    assert all(name.startswith("ageval-eval-network-") for name in reaped), reaped
     after = json.loads((dataset / ".ageval/runs" / attempt / "attempt.json").read_text())
     assert after["container_id"] == before["container_id"]  # re-attached, not rebuilt
     assert labelled(dataset) == []

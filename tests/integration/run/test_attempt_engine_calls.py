@@ -1,6 +1,7 @@
-"""What one fresh attempt asks of the Docker engine: two containers, few execs and copies,
-every container removed before the run returns (removals run in the background), and an
-evaluator's Python whose modules come precompiled."""
+"""What one fresh attempt asks of the Docker engine: two containers and the network namespace
+the scoring one joins (started while the run stage runs), few execs and copies, every
+container removed before the run returns (removals run in the background), and an evaluator's
+Python whose modules come precompiled."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import collections
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,18 +29,25 @@ from tests.integration.run.test_run_oracle import RUNCASES, run_json
 pytestmark = pytest.mark.integration
 
 
+def engine_events(started: float, kind: str, **filters: str) -> list[dict[str, Any]]:
+    """The engine's events of `kind` since `started`, in order."""
+    return list(
+        client().events(
+            since=int(started),
+            until=int(time.time()) + 1,
+            decode=True,
+            filters={"type": kind, **filters},
+        )
+    )
+
+
 def session_events(started: float) -> collections.Counter[str]:
     """The engine's container events of this process since `started`, by action."""
-    events = client().events(
-        since=int(started),
-        until=int(time.time()) + 1,
-        decode=True,
-        filters={"type": "container", "label": f"ageval.session={SESSION}"},
-    )
+    events = engine_events(started, "container", label=f"ageval.session={SESSION}")
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_two_containers_five_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_three_containers_five_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -48,7 +57,9 @@ def test_a_fresh_attempt_uses_two_containers_five_execs_and_leaves_nothing(
     code, document = run_json(capsys, str(dataset), "--task", "echo-pass", "--fresh")
     assert code == 0 and document["results"][0]["status"] == "PASS", document
     events = session_events(started)
-    assert events["create"] == 2 and events["destroy"] == 2, events
+    # the attempt container, the scoring container, and the placeholder holding the scoring
+    # container's network namespace, started while the run stage ran
+    assert events["create"] == 3 and events["destroy"] == 3, events
     # environment: mkdir; oracle: its shell, solve.sh; the checkpoint after the invocation: one
     # stat listing (the final snapshot is that checkpoint's: nothing happened since);
     # scoring: the evaluator, which makes the attempt directories it needs itself

@@ -200,8 +200,8 @@ class FakeContainer:
         self.calls: list[dict[str, Any]] = []
 
     def exec(self, command: str, **options: Any) -> ExecResult:
-        if "command -v bash" in command:
-            return ExecResult(exit_code=0, output="")
+        if "command -v bash" in command:  # the image has bash
+            return ExecResult(exit_code=0, output="bash\n")
         if "getent passwd" in command:
             return ExecResult(exit_code=0, output="/home/tester\n")
         if self.fail:

@@ -25,7 +25,7 @@ from agevalx.harbor import (
 )
 from agevalx.harbor import errors as codes
 from agevalx.harbor.options import HarborOptions
-from agevalx.harbor.sandbox import check_log_dirs
+from agevalx.harbor.sandbox import SHELL_PROBE, check_log_dirs
 from agevalx.harbor.spec import HarborTaskSpec
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock
@@ -69,14 +69,14 @@ class FakeContainer:
         user: str | None = None,
     ) -> ExecResult:
         self.calls.append(Call(command, workdir, dict(environment or {}), user, timeout))
-        if command.startswith("command -v bash"):
-            return ExecResult(0 if self.has_bash else 1, "")
-        if command.startswith("getent passwd"):
-            return ExecResult(0, "/root\n")
         for responder in self.responders:
             answer = responder(command)
             if answer is not None:
                 return answer
+        if command.endswith(f"{SHELL_PROBE}; }}") or command == SHELL_PROBE:
+            return ExecResult(0, "bash\n" if self.has_bash else "sh\n")
+        if command.startswith("getent passwd"):
+            return ExecResult(0, "/root\n")
         return ExecResult(0, "")
 
     def put_directory(self, source: Path, destination: str) -> None:

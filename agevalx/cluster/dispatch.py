@@ -297,7 +297,7 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
     ray = _import_ray()
     _messages_to_stderr()
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False, **_joining(address))
+        _init(ray, address)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         _forget_connection(ray)
         raise UsageError(
@@ -320,6 +320,26 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+SERVER_FAILURE = "Initialization failure from server"
+"""How a `ray://` connection fails when the head's client server for this driver did not come
+up (it starts one process per driver); a second one, on another port, usually does."""
+
+
+def _init(ray: Any, address: str) -> None:
+    """`ray.init` of `address`; a `ray://` driver whose client server failed to start is
+    connected once more."""
+    for attempt in (1, 2):
+        try:
+            ray.init(
+                address=address, logging_level="ERROR", log_to_driver=False, **_joining(address)
+            )
+            return
+        except ConnectionError as exc:
+            if attempt == 2 or SERVER_FAILURE not in str(exc):
+                raise
+            _forget_connection(ray)
 
 
 def _forget_connection(ray: Any) -> None:

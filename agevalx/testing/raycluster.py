@@ -36,7 +36,7 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_raylet_start_wait_time_s": "180",
-    "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120",
+    "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "60",
 }
 """No usage reports; a slow start on a loaded 2-core machine is not a failure: neither a
 raylet's nor that of the Ray Client server the head starts for each `ray://` driver (a new
@@ -191,7 +191,7 @@ class LocalRayCluster:
         """The tails of the head's Ray Client server logs (why a `ray://` session failed)."""
         tails = [
             f"{path.name}: {path.read_text(errors='replace')[-1500:]}"
-            for path in sorted(self.temp.glob("ray/session_*/logs/ray_client_server*.err"))
+            for path in sorted(self.temp.glob("ray/session_*/logs/ray_client_server*.*"))
         ]
         return "\n".join(tails)
 

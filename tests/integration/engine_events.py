@@ -6,9 +6,10 @@ The integration conftest starts `EVENTS` once per session; tests count what it s
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agevalx.environments.engine import client
@@ -65,3 +66,25 @@ def attributes(event: Event) -> dict[str, Any]:
 
 
 EVENTS = EngineEvents()
+
+
+@contextlib.contextmanager
+def watching(filters: dict[str, Any]) -> Iterator[list[Event]]:
+    """The engine's events matching `filters` while the block runs, as they come (for a
+    test that needs more than `EVENTS` records: other kinds, other types)."""
+    events: list[Event] = []
+    stream = client().events(decode=True, filters=filters)
+
+    def follow() -> None:
+        with contextlib.suppress(Exception):  # the stream is closed under it at the end
+            for event in stream:
+                events.append(event)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        yield events
+    finally:
+        time.sleep(1.0)  # the last events of the run
+        stream.close()
+        thread.join(5)

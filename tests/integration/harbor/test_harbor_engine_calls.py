@@ -7,9 +7,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,7 @@ import pytest
 
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
-from agevalx.environments.engine import client
+from tests.integration.engine_events import watching
 
 pytestmark = pytest.mark.integration
 
@@ -35,27 +32,9 @@ TASK_FILES = {
 }
 
 
-@contextlib.contextmanager
-def session_events() -> Iterator[list[dict[str, Any]]]:
+def session_events() -> contextlib.AbstractContextManager[list[dict[str, Any]]]:
     """This process's container events while the block runs, as they come."""
-    events: list[dict[str, Any]] = []
-    stream = client().events(
-        decode=True, filters={"type": "container", "label": f"ageval.session={SESSION}"}
-    )
-
-    def follow() -> None:
-        with contextlib.suppress(Exception):  # closed under it at the end
-            for event in stream:
-                events.append(event)
-
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
-    try:
-        yield events
-    finally:
-        time.sleep(1.0)  # the last events of the run
-        stream.close()
-        thread.join(5)
+    return watching({"type": "container", "label": f"ageval.session={SESSION}"})
 
 
 def test_a_harbor_verification_takes_four_execs_in_a_container_on_a_standby_namespace(

@@ -12,9 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_PID
+from tests.integration.engine_events import watching
 
 pytestmark = pytest.mark.integration
 
@@ -93,26 +92,10 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[
     return code, json.loads(capsys.readouterr().out)
 
 
-@contextlib.contextmanager
-def watching() -> Iterator[list[dict[str, Any]]]:
-    """The engine's container and network events while the block runs, as they come (a
-    `since=` query sees only the engine's last 256 events)."""
-    events: list[dict[str, Any]] = []
-    stream = client().events(decode=True, filters={"type": ["container", "network"]})
-
-    def follow() -> None:
-        with contextlib.suppress(Exception):  # the stream is closed under it at the end
-            for event in stream:
-                events.append(event)
-
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
-    try:
-        yield events
-    finally:
-        time.sleep(1.0)  # the last events of the run
-        stream.close()
-        thread.join(5)
+def watching_engine() -> contextlib.AbstractContextManager[list[dict[str, Any]]]:
+    """The engine's container and network events while the block runs (a `since=` query
+    sees only the engine's last 256 events)."""
+    return watching({"type": ["container", "network"]})
 
 
 def ours(events: list[dict[str, Any]], kind: str) -> dict[str, str]:
@@ -145,7 +128,7 @@ def test_the_scoring_container_joins_a_namespace_started_while_the_run_stage_ran
 ) -> None:
     dataset = write_dataset(tmp_path / "dataset")
     run_json(capsys, str(dataset))  # the image and the evaluator's runtime
-    with watching() as events:
+    with watching_engine() as events:
         code, document = run_json(capsys, str(dataset), "-k", "2", "--fresh")
     assert code == 0, document
     assert [result["status"] for result in document["results"]] == ["PASS", "PASS"], document
@@ -190,7 +173,7 @@ def test_a_rescore_from_the_cache_starts_its_container_on_its_own(
     assert code == 0
     evaluator = dataset / "tasks/view/evaluator.py"
     evaluator.write_text(evaluator.read_text() + "# edited: only the evaluation runs again\n")
-    with watching() as events:
+    with watching_engine() as events:
         code, document = run_json(capsys, str(dataset))
     assert code == 0 and document["results"][0]["status"] == "PASS", document
     outcomes = {node["kind"]: node["outcome"] for node in document["nodes"]}
@@ -213,7 +196,7 @@ def test_a_failed_runs_placeholder_is_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_engine: object
 ) -> None:
     dataset = write_dataset(tmp_path / "dataset", run_py=RAISES_LATE)
-    with watching() as events:
+    with watching_engine() as events:
         code, document = run_json(capsys, str(dataset))
     assert code != 0 and document["results"][0]["status"] == "ERROR", document
     placeholders = ours(events, "scoring-network")

@@ -1,8 +1,10 @@
-"""A scripted OpenAI-compatible model server, for tests and development without a model.
+"""A scripted model server, for tests and development without a model.
 
-`MockLLM` serves `POST /v1/chat/completions` (streamed as server-sent events when the request
-says `stream: true`, one JSON object otherwise) and `GET /v1/models`. Each completion request
-gets the next reply of its script, in order:
+`MockLLM` serves every model API the bundled agents speak, each at its usual path: the routes
+of the modules in `agevalx.agents.mockapis` (OpenAI chat completions and responses, Anthropic
+messages, Gemini's generateContent), streamed or not as the request asks, and
+`GET /v1/models`. Each request of a *scripted* route (a model turn) gets the next reply of the
+one script, in order, whatever its API:
 
 ```python
 script = [
@@ -16,6 +18,9 @@ a call is `{"name": ..., "arguments": {...}, "id": optional}`; `message` may acc
 calls. Once the script is spent, every request gets `EXHAUSTED_TEXT`. Every request is kept
 in `requests` (path, JSON body, the `Authorization` header) for the test to inspect.
 
+An API module defines `ROUTES`, a tuple of `ApiRoute`: a method, a path predicate, whether
+the route consumes the script, and `respond(MockRequest) -> MockResponse`.
+
 Failure modes, for the gateway's stall handling: the first `failures` completion requests are
 answered with `failure_status` (503 by default; 429 with `retry_after` as `Retry-After`),
 after `failure_delay` seconds each, before the script is served (`failures=-1`: never
@@ -28,15 +33,18 @@ the host's own address on the bridge: attempt containers reach it as
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import json
+import pkgutil
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 EXHAUSTED_TEXT = "(the mock model's script is spent)"
 """What the server answers once every scripted reply has been served."""
@@ -114,6 +122,66 @@ class ReceivedRequest:
     """The client's address and port: requests on one kept-alive connection share it."""
 
 
+@dataclass(frozen=True)
+class MockRequest:
+    """What an API route answers: the request, and the scripted reply it is given."""
+
+    method: str
+    path: str
+    """The path without its query."""
+    query: Mapping[str, list[str]]
+    body: Any
+    headers: Mapping[str, str]
+    reply: Reply | None
+    """The next scripted reply, for a scripted route; None otherwise."""
+    model: str
+    """The requested model (`body["model"]`), else the server's default."""
+    cost: float | None
+    """A provider cost (USD) to report with the usage, if any."""
+
+
+@dataclass(frozen=True)
+class MockResponse:
+    """An API route's answer: a JSON body, or server-sent events."""
+
+    status: int = 200
+    json: Any = None
+    events: Sequence[tuple[str | None, Any]] = ()
+    """(event name or None, data) pairs, sent as server-sent events when `stream`."""
+    stream: bool = False
+    done: bool = False
+    """End the event stream with `data: [DONE]` (OpenAI's convention)."""
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    """One endpoint of a model API."""
+
+    name: str
+    method: str
+    matches: Callable[[str], bool]
+    """Whether the route serves a path (its query removed)."""
+    scripted: bool
+    """Whether a request consumes the next scripted reply (a model turn)."""
+    respond: Callable[[MockRequest], MockResponse]
+
+
+def api_routes() -> tuple[ApiRoute, ...]:
+    """The routes of every module in `agevalx.agents.mockapis`, in module-name order."""
+    from agevalx.agents import mockapis
+
+    routes: list[ApiRoute] = []
+    for info in sorted(pkgutil.iter_modules(mockapis.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{mockapis.__name__}.{info.name}")
+        routes.extend(getattr(module, "ROUTES", ()))
+    return tuple(routes)
+
+
+def route_for(routes: Sequence[ApiRoute], method: str, path: str) -> ApiRoute | None:
+    """The first route serving `method` `path`."""
+    return next((r for r in routes if r.method == method and r.matches(path)), None)
+
+
 def parse_script(script: Sequence[Mapping[str, Any]]) -> list[Reply]:
     """Validate a script (see the module docstring) into replies."""
     replies: list[Reply] = []
@@ -176,6 +244,7 @@ class MockLLM:
         self._served = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.routes = api_routes()
         self.requests: list[ReceivedRequest] = []
         """Every request received, in order."""
 
@@ -198,8 +267,12 @@ class MockLLM:
 
     @property
     def completions(self) -> list[ReceivedRequest]:
-        """The chat completion requests received."""
-        return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+        """The model turns received: the requests of scripted routes, whatever their API."""
+        return [r for r in self.requests if self._scripted(r)]
+
+    def _scripted(self, request: ReceivedRequest) -> bool:
+        route = route_for(self.routes, request.method, urlsplit(request.path).path)
+        return route is not None and route.scripted
 
     @property
     def remaining(self) -> int:
@@ -280,7 +353,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.mock._record(
             ReceivedRequest("GET", self.path, None, self._authorization(), peer=self._peer())
         )
-        if self.path.rstrip("/").endswith("/models"):
+        if self._routed("GET", None):
+            return
+        if urlsplit(self.path).path.rstrip("/").endswith("/models"):
             listing = {"object": "list", "data": [{"id": self.mock._model, "object": "model"}]}
             self._send_json(HTTPStatus.OK, listing)
         else:
@@ -299,28 +374,41 @@ class _Handler(BaseHTTPRequestHandler):
         self.mock._record(
             ReceivedRequest("POST", self.path, body, self._authorization(), peer=self._peer())
         )
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not self._routed("POST", body):
             self._send_json(HTTPStatus.NOT_FOUND, _error("not found"))
-            return
-        if not isinstance(body, dict):
+
+    def _routed(self, method: str, body: Any) -> bool:
+        """Answer through the API route serving this request; False when none does."""
+        parts = urlsplit(self.path)
+        route = route_for(self.mock.routes, method, parts.path)
+        if route is None:
+            return False
+        if method == "POST" and not isinstance(body, dict):
             self._send_json(HTTPStatus.BAD_REQUEST, _error("the body is not a JSON object"))
-            return
-        if self.mock._should_fail():
+            return True
+        if route.scripted and self.mock._should_fail():
             time.sleep(self.mock.failure_delay)
             retry_after = self.mock.retry_after
             headers = {} if retry_after is None else {"Retry-After": retry_after}
             status = HTTPStatus(self.mock.failure_status)
             self._send_json(status, _error("the mock upstream is failing"), headers)
-            return
-        reply = self.mock._next_reply()
-        model = self.mock._model_id(body)
-        cost = self.mock.cost
-        if body.get("stream"):
-            options = body.get("stream_options") or {}
-            usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            self._send_stream(stream_chunks(reply, model, include_usage=usage, cost=cost))
+            return True
+        request = MockRequest(
+            method=method,
+            path=parts.path,
+            query=parse_qs(parts.query),
+            body=body,
+            headers={name.lower(): value for name, value in self.headers.items()},
+            reply=self.mock._next_reply() if route.scripted else None,
+            model=self.mock._model_id(body),
+            cost=self.mock.cost,
+        )
+        response = route.respond(request)
+        if response.stream:
+            self._send_events(response.events, done=response.done)
         else:
-            self._send_json(HTTPStatus.OK, completion(reply, model, cost=cost))
+            self._send_json(HTTPStatus(response.status), response.json)
+        return True
 
     def _authorization(self) -> str | None:
         return self.headers.get("Authorization")
@@ -340,7 +428,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
+    def _send_events(self, events: Sequence[tuple[str | None, Any]], *, done: bool) -> None:
         """Server-sent events in HTTP/1.1 chunks, one event a chunk; the connection is kept
         alive for the next request, as a provider's is."""
         self.send_response(HTTPStatus.OK)
@@ -349,9 +437,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for chunk in chunks:
-                self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            self._write_chunk(b"data: [DONE]\n\n")
+            for name, data in events:
+                head = b"" if name is None else b"event: " + name.encode() + b"\n"
+                self._write_chunk(head + b"data: " + json.dumps(data).encode() + b"\n\n")
+            if done:
+                self._write_chunk(b"data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

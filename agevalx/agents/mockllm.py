@@ -164,6 +164,13 @@ class ApiRoute:
     scripted: bool
     """Whether a request consumes the next scripted reply (a model turn)."""
     respond: Callable[[MockRequest], MockResponse]
+    turn: Callable[[Any], bool] | None = None
+    """For a scripted route, which request bodies are model turns (None: every one); the
+    others are the agent's side requests (a title, a quota probe) and get no reply."""
+
+    def consumes(self, body: Any) -> bool:
+        """Whether a request with `body` takes the next scripted reply."""
+        return self.scripted and (self.turn is None or self.turn(body))
 
 
 def api_routes() -> tuple[ApiRoute, ...]:
@@ -272,7 +279,7 @@ class MockLLM:
 
     def _scripted(self, request: ReceivedRequest) -> bool:
         route = route_for(self.routes, request.method, urlsplit(request.path).path)
-        return route is not None and route.scripted
+        return route is not None and route.consumes(request.body)
 
     @property
     def remaining(self) -> int:
@@ -386,7 +393,8 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and not isinstance(body, dict):
             self._send_json(HTTPStatus.BAD_REQUEST, _error("the body is not a JSON object"))
             return True
-        if route.scripted and self.mock._should_fail():
+        scripted = route.consumes(body)
+        if scripted and self.mock._should_fail():
             time.sleep(self.mock.failure_delay)
             retry_after = self.mock.retry_after
             headers = {} if retry_after is None else {"Retry-After": retry_after}
@@ -399,7 +407,7 @@ class _Handler(BaseHTTPRequestHandler):
             query=parse_qs(parts.query),
             body=body,
             headers={name.lower(): value for name, value in self.headers.items()},
-            reply=self.mock._next_reply() if route.scripted else None,
+            reply=self.mock._next_reply() if scripted else None,
             model=self.mock._model_id(body),
             cost=self.mock.cost,
         )

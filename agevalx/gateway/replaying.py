@@ -4,7 +4,8 @@
 mode: no upstream is contacted. Each role's requests are matched, in order, with the role's
 recorded exchanges by a digest of the request body (`request_digest`): the body parsed as
 JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
-and the secrets of the run do not count; the route's token travels in a header and never
+and the secrets of the run do not count, nor does a session id the model never sees
+(Anthropic's `metadata.user_id`); the route's token travels in a header and never
 enters it. A match is answered with the recorded response (a recorded stream as a stream of
 the same server-sent events). The first request that does not match, or that comes after the
 role's last recorded one, is the divergence: the agent gets an error response carrying its
@@ -61,8 +62,19 @@ def normalised(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def comparable(request: Any) -> Any:
+    """A request body without what names the session rather than asks the model: Anthropic's
+    `metadata.user_id` (Claude Code puts a random session id in it), which the model never
+    sees and a re-run never repeats."""
+    if not isinstance(request, dict) or not isinstance(request.get("metadata"), dict):
+        return request
+    metadata = {k: v for k, v in request["metadata"].items() if k != "user_id"}
+    return {**request, "metadata": metadata}
+
+
 def request_digest(value: Any) -> str:
-    return xxhash.xxh3_128_hexdigest(normalised(value))
+    """The digest a replayed request is matched by (of its `comparable` part)."""
+    return xxhash.xxh3_128_hexdigest(normalised(comparable(value)))
 
 
 def _shown(value: Any) -> str:
@@ -212,7 +224,10 @@ class TrafficReplay:
             elif path != expected.path:
                 difference = f"path {path}, recorded {expected.path}"
             elif digest != expected.digest:
-                difference = first_difference(expected.request, live) or "the body's bytes"
+                difference = (
+                    first_difference(comparable(expected.request), comparable(live))
+                    or "the body's bytes"
+                )
             if difference is not None:
                 self.divergence = ModelDivergence(
                     code=DIVERGED,

@@ -38,7 +38,7 @@ from aiohttp import web
 from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.replaying import ModelDivergence, RoleReplay
 from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
-from agevalx.gateway.usage import UsageReader
+from agevalx.gateway.usage import UsageReader, is_token_count
 
 RETRY_INTERVAL_SECONDS = 60.0
 """Seconds between two tries of a failing upstream (fixed by the spec; tests patch it)."""
@@ -268,7 +268,7 @@ class Gateway:
             with contextlib.suppress(ValueError):
                 reader.feed_json(json.loads(data))
         if request.method == "POST":
-            _count(route, reader, body)
+            _count(route, reader, request.path, body)
         if route.recorder is not None:
             route.recorder.record(request.method, request.path, body, found.status, data)
         if found.streamed:
@@ -331,7 +331,7 @@ class Gateway:
                 with contextlib.suppress(ValueError):
                     reader.feed_json(json.loads(data))
                 if request.method == "POST":
-                    _count(route, reader, body)
+                    _count(route, reader, request.path, body)
                 if route.recorder is not None:
                     route.recorder.record(request.method, request.path, body, response.status, data)
                 return web.Response(status=response.status, body=data, headers=out_headers)
@@ -342,10 +342,10 @@ class Gateway:
                     reader.feed_stream(piece)
                     await relay.write(piece)
             except (aiohttp.ClientError, TimeoutError) as exc:
-                _count(route, reader, body)
+                _count(route, reader, request.path, body)
                 route.stats.failure_message = f"the upstream stream broke: {exc!r}"
                 raise ConnectionResetError("upstream stream broke") from None
-            _count(route, reader, body)
+            _count(route, reader, request.path, body)
             if route.recorder is not None:
                 route.recorder.record(
                     request.method, request.path, body, response.status, reader.stream_bytes
@@ -355,9 +355,12 @@ class Gateway:
             return relay
 
 
-def _count(route: Route, reader: UsageReader, body: bytes) -> None:
+def _count(route: Route, reader: UsageReader, path: str, body: bytes) -> None:
     """Add a response's usage to its route; the request body (an agent's whole conversation,
-    often) is parsed for its model only when the response named none."""
+    often) is parsed for its model only when the response named none. A token count is no
+    model request: it is recorded, not counted."""
+    if is_token_count(path):
+        return
     usage = reader.usage()
     model = None if usage is None or usage.model else _requested_model(body)
     route.stats.add(usage, model)

@@ -4,7 +4,10 @@ Usage is read from what the provider reports: OpenAI chat completions (`usage.pr
 `completion_tokens`, `prompt_tokens_details.cached_tokens`), OpenAI responses
 (`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`, also inside a
 streamed `response.completed` event) and Anthropic messages (`input_tokens`, `output_tokens`,
-`cache_read_input_tokens`, from `message_start` and `message_delta` when streamed).
+`cache_read_input_tokens`, from `message_start` and `message_delta` when streamed; Anthropic's
+`input_tokens` leave out the cached part, so its prompt is `input_tokens` plus
+`cache_read_input_tokens` and `cache_creation_input_tokens`). Token counting endpoints
+(`count_tokens`, `countTokens`) are not model requests: their answers are not counted.
 The cost is the provider's own (`usage.cost`, as OpenRouter-style gateways report it) when
 present, else computed from the price table shipped beside the model pins
 (`agevalx/config/prices.yaml`); a model without a price has cost `"unknown"`, never 0.
@@ -137,11 +140,24 @@ class UsageReader:
         completion = _int(fields.get("completion_tokens", fields.get("output_tokens"))) or 0
         details = fields.get("prompt_tokens_details") or fields.get("input_tokens_details") or {}
         cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        if cached is None:
+        if cached is None and "prompt_tokens" not in fields:
+            # Anthropic: `input_tokens` are only the tokens after the last cache breakpoint;
+            # the prompt is those plus the ones read from and written to the cache.
             cached = _int(fields.get("cache_read_input_tokens"))
+            prompt += (cached or 0) + (_int(fields.get("cache_creation_input_tokens")) or 0)
         cost = fields.get("cost")
         reported = float(cost) if isinstance(cost, int | float) and cost >= 0 else None
         return Usage(prompt, completion, cached or 0, reported, self._model)
+
+
+TOKEN_COUNTING = ("/count_tokens", ":countTokens")
+"""Path endings of the providers' token counting endpoints (Anthropic's, Gemini's)."""
+
+
+def is_token_count(path: str) -> bool:
+    """Whether `path` counts tokens rather than asking the model (Claude Code calls
+    `/v1/messages/count_tokens` for its tools at the start of each session)."""
+    return path.rstrip("/").endswith(TOKEN_COUNTING)
 
 
 def priced_cost(usage: Usage, model: str | None) -> float | None:

@@ -273,13 +273,13 @@ def test_anthropic_messages_and_responses_streams_are_relayed_and_counted(
     assert "x-api-key" not in responses
     stats = route.stats.summary()
     assert stats["requests"] == 2
-    assert stats["prompt_tokens"] == 30 + 12
+    assert stats["prompt_tokens"] == (30 + 20) + 12, "Anthropic's input leaves out cache reads"
     assert stats["cached_tokens"] == 20 + 2
     assert stats["completion_tokens"] == 7 + 5
     prices = load_prices().models
     claude, gpt = prices["claude-sonnet-4-5"], prices["gpt-5.4"]
     expected = (
-        10 * claude.input
+        30 * claude.input
         + 20 * (claude.cached_input or 0)
         + 7 * claude.output
         + 10 * gpt.input

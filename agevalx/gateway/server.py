@@ -357,9 +357,10 @@ class Gateway:
 
 def _count(route: Route, reader: UsageReader, path: str, body: bytes) -> None:
     """Add a response's usage to its route; the request body (an agent's whole conversation,
-    often) is parsed for its model only when the response named none. A token count is no
-    model request: it is recorded, not counted."""
+    often) is parsed for its model only when the response named none. A token count is a
+    request with no tokens or cost of its own (its answer has no usage)."""
     if is_token_count(path):
+        route.stats.requests += 1
         return
     usage = reader.usage()
     model = None if usage is None or usage.model else _requested_model(body)

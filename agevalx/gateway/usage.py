@@ -7,7 +7,8 @@ streamed `response.completed` event) and Anthropic messages (`input_tokens`, `ou
 `cache_read_input_tokens`, from `message_start` and `message_delta` when streamed; Anthropic's
 `input_tokens` leave out the cached part, so its prompt is `input_tokens` plus
 `cache_read_input_tokens` and `cache_creation_input_tokens`). Token counting endpoints
-(`count_tokens`, `countTokens`) are not model requests: their answers are not counted.
+(`count_tokens`, `countTokens`) answer with no usage: they count as requests with no tokens
+and no cost (not as a cost unknown).
 The cost is the provider's own (`usage.cost`, as OpenRouter-style gateways report it) when
 present, else computed from the price table shipped beside the model pins
 (`agevalx/config/prices.yaml`); a model without a price has cost `"unknown"`, never 0.

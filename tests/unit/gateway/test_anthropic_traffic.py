@@ -1,5 +1,5 @@
 """Claude Code's traffic through the gateway, against the mock model's Anthropic messages API:
-token counts are relayed and recorded but not counted as model requests, and a replay matches
+token counts are relayed and recorded, with no tokens or cost of their own, and a replay matches
 a re-run whose session id (`metadata.user_id`) is new."""
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ def test_claude_codes_traffic_is_counted_recorded_and_replayed(tmp_path: Path) -
         assert json.loads(answers[0][1]) == {"input_tokens": PROMPT_TOKENS}
         assert mock.remaining == 0
     stats = route.stats.summary()
-    assert stats["requests"] == 2, "a token count is no model request"
+    assert stats["requests"] == 3
     assert stats["prompt_tokens"] == 2 * PROMPT_TOKENS
     assert stats["completion_tokens"] == 8 + 3, "8 per tool call, then three words"
-    assert stats["cost_usd"] != "unknown", "the model has a price; the count must not spoil it"
+    assert stats["cost_usd"] != "unknown", "the model has a price; a token count has no cost"
     recorded = [json.loads(line) for line in path.read_text().splitlines()]
     assert [entry["path"] for entry in recorded] == ["/v1/messages/count_tokens"] + [
         "/v1/messages"

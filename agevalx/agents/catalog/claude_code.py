@@ -14,7 +14,11 @@ variables; ageval writes no file:
   sonnet alias, so `ANTHROPIC_MODEL` alone is not enough;
 - `model.reasoning.effort` becomes `MAX_THINKING_TOKENS` (none: 0, thinking off);
 - telemetry, error reporting, the auto-updater and all other non-essential traffic are off
-  (the bundle's fixed environment).
+  (the bundle's fixed environment), and so is "fast mode": without
+  `CLAUDE_CODE_DISABLE_FAST_MODE` Claude Code asks `api.anthropic.com` for the organisation's
+  fast-mode status at every start, with the key, whatever `ANTHROPIC_BASE_URL` says. With
+  these, it contacts nothing but its base URL (checked through a logging proxy over a whole
+  session).
 
 Claude Code needs no login and no onboarding state in HOME when it runs under the SDK with a
 key. As root it refuses `--dangerously-skip-permissions`; the adapter then keeps its
@@ -45,6 +49,7 @@ BUNDLE = BundleSpec(
         ("DISABLE_ERROR_REPORTING", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
         ("DISABLE_BUG_COMMAND", "1"),
+        ("CLAUDE_CODE_DISABLE_FAST_MODE", "1"),
     ),
     prune=(
         "node_modules/node-linux-*/include",

@@ -37,6 +37,7 @@ def test_claude_code_is_in_the_catalog_speaking_anthropic_messages() -> None:
     fixed = dict(AGENT.bundle.environment)
     assert fixed["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert fixed["DISABLE_TELEMETRY"] == fixed["DISABLE_AUTOUPDATER"] == "1"
+    assert fixed["CLAUDE_CODE_DISABLE_FAST_MODE"] == "1", "else it asks api.anthropic.com"
 
 
 @pytest.mark.unit

@@ -473,8 +473,9 @@ def _finish(spec: BundleSpec, work: Path, node_package: str) -> None:
     if not node.is_file():
         raise BundleError("bundle_build_failed", f"npm did not install {node_package}/bin/node")
     (work / "node").symlink_to(node.relative_to(work))
+    written = dict(spec.files)  # written after the install
     for relative in [spec.entry, *(script for _, script in spec.wrappers)]:
-        if not (work / relative).is_file():
+        if relative not in written and not (work / relative).is_file():
             raise BundleError("bundle_build_failed", f"the bundle lacks {relative}")
     bin_dir = work / "bin"
     bin_dir.mkdir()

@@ -2,7 +2,8 @@
 
 pi (through pi-acp), codex-acp and claude-agent-acp run commands themselves and report
 them as `execute` tool calls, with output in `_meta.terminal_output.data` (successive
-pieces) and the exit code in `_meta.terminal_exit.exit_code`. Each such call becomes one
+pieces) and the exit code in `_meta.terminal_exit.exit_code`; opencode puts the output in
+the content and the exit code in `rawOutput.metadata.exit`. Each such call becomes one
 `agent_tool` action when it completes.
 
 pi-acp 0.0.34 reports exit code 1 for every failed command; the real code is only in the
@@ -93,6 +94,8 @@ class AgentToolTracker:
         exited = meta.get("terminal_exit")
         if isinstance(exited, dict) and isinstance(exited.get("exit_code"), int):
             call.reported_exit = exited["exit_code"]
+        elif (code := _raw_exit(update.raw_output)) is not None:
+            call.reported_exit = code
 
     def _is_command(self, call: _ToolCall, meta: dict[str, Any]) -> bool:
         return call.kind == "execute" or "terminal_output" in meta or "terminal_exit" in meta
@@ -113,6 +116,13 @@ class AgentToolTracker:
             output=tail(output, RECORDED_TEXT_LIMIT),
             detail=detail,
         )
+
+
+def _raw_exit(raw_output: Any) -> int | None:
+    """opencode's exit code: `rawOutput.metadata.exit`."""
+    metadata = raw_output.get("metadata") if isinstance(raw_output, dict) else None
+    code = metadata.get("exit") if isinstance(metadata, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def _raw_cwd(raw_input: Any) -> str | None:

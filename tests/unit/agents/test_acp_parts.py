@@ -143,16 +143,21 @@ def test_execute_calls_without_meta_use_their_content_text() -> None:
     )
 
 
-def test_an_exit_code_in_raw_output_metadata_is_read() -> None:
-    """opencode's shape: the command in rawInput, the output and exit code in rawOutput."""
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"output": "no /x\n", "metadata": {"output": "no /x\n", "exit": 3}},  # opencode
+        {"content": [{"type": "text", "text": "no /x\n"}], "details": {"exitCode": 3}},  # openclaw
+    ],
+)
+def test_an_exit_code_in_raw_output_is_read(raw: dict[str, Any]) -> None:
+    """The command in rawInput, the output in the content, the exit code in rawOutput."""
     tracker = AgentToolTracker("/w")
     tracker.observe(_start(kind="execute", rawInput={"command": "ls /x; exit 3", "cwd": "/w"}))
-    text = "ls: cannot access '/x'\n"
-    content = [{"type": "content", "content": {"type": "text", "text": text}}]
-    raw = {"output": text, "metadata": {"output": text, "exit": 3, "truncated": False}}
+    content = [{"type": "content", "content": {"type": "text", "text": "no /x\n"}}]
     action = tracker.observe(_progress(status="completed", content=content, rawOutput=raw))
     assert action is not None
-    assert (action.command, action.output, action.exit_code) == ("ls /x; exit 3", text, 3)
+    assert (action.command, action.output, action.exit_code) == ("ls /x; exit 3", "no /x\n", 3)
 
 
 def test_other_tool_kinds_are_not_commands() -> None:

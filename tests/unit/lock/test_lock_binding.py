@@ -216,3 +216,13 @@ def test_unknown_agent_lists_the_catalog(make_dataset, lock_fails):
 
     for name in agevalx.agents.catalog.agents():
         assert name in error.hint
+
+
+def test_another_endpoint_in_the_environment_is_another_lock_key(make_dataset, monkeypatch):
+    from agevalx.lockfile.binding import agent_key_value
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8011/v1")
+    first = agent_key_value("pi")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8012/v1")
+    assert agent_key_value("pi") != first
+    assert agent_key_value("oracle") == "oracle" and agent_key_value(None) is None

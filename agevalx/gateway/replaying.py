@@ -62,9 +62,7 @@ class ModelDivergence(BaseModel):
     with both values (shortened)."""
 
 
-VOLATILE = (
-    (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
-)
+VOLATILE = ((re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),)
 """Text in requests that differs from run to run whatever the model answered: (pattern,
 replacement)."""
 

@@ -13,7 +13,7 @@ from agevalx.agents.mockllm import MockLLM
 
 pytestmark = pytest.mark.unit
 
-SCRIPT = [
+SCRIPT: list[dict[str, Any]] = [
     {"tool_call": {"name": "run_shell_command", "arguments": {"command": "echo hi"}}},
     {"message": "All done here."},
 ]

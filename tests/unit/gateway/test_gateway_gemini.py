@@ -10,6 +10,7 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -17,7 +18,7 @@ from aiohttp import web
 from agevalx.agents.mockapis import gemini
 from agevalx.agents.mockllm import PROMPT_TOKENS, Reply
 from agevalx.gateway.recording import TrafficLog
-from agevalx.gateway.replaying import TrafficReplay
+from agevalx.gateway.replaying import ModelDivergence, TrafficReplay
 from agevalx.gateway.routes import Upstream
 from agevalx.gateway.server import Gateway
 from agevalx.gateway.usage import UsageReader
@@ -197,3 +198,32 @@ def test_the_usage_reader_takes_a_gemini_streams_last_totals_and_model() -> None
     assert usage is not None
     assert (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens) == (40, 10, 32)
     assert usage.model == MODEL
+
+
+def _shell_turn(output: str) -> dict[str, Any]:
+    response = {"output": output}
+    part = {"functionResponse": {"name": "run_shell_command", "response": response}}
+    return {"contents": [{"role": "user", "parts": [part]}]}
+
+
+def test_replay_does_not_compare_the_process_ids_of_shell_commands(tmp_path: Path) -> None:
+    path = tmp_path / "model.jsonl"
+    log = TrafficLog(path, Redactor([]))
+    recorded = _shell_turn("Output: hi\nProcess Group PGID: 49\nBackground PIDs: 51, 52")
+    log.recorder("solver").record("POST", "/v1beta/models/m:generateContent", b"", 200, b"{}")
+    log.recorder("solver").record(
+        "POST", "/v1beta/models/m:generateContent", json.dumps(recorded).encode(), 200, b"{}"
+    )
+    replay = TrafficReplay.read(path, Redactor([]))
+    same = _shell_turn("Output: hi\nProcess Group PGID: 50\nBackground PIDs: 61, 62")
+    other = _shell_turn("Output: ho\nProcess Group PGID: 49\nBackground PIDs: 51, 52")
+    path_ = "/v1beta/models/m:generateContent"
+    assert not isinstance(replay.answer("solver", "POST", path_, b""), ModelDivergence)
+    assert not isinstance(
+        replay.answer("solver", "POST", path_, json.dumps(same).encode()), ModelDivergence
+    )
+    replay = TrafficReplay.read(path, Redactor([]))
+    replay.answer("solver", "POST", path_, b"")
+    divergence = replay.answer("solver", "POST", path_, json.dumps(other).encode())
+    assert isinstance(divergence, ModelDivergence)
+    assert "Output: ho" in divergence.difference and "<pid>" in divergence.difference

@@ -75,5 +75,5 @@ AGENT = AgentDef(
     providers=("gemini",),
     configure=configure,
     summary="Gemini CLI in ACP mode; runs its own shell and file tools",
-    records="ACP tool calls (run_shell_command with its output; file edits as diffs)",
+    records="ACP tool calls: commands with their output (no exit code), file edits as diffs",
 )

@@ -79,5 +79,5 @@ AGENT = AgentDef(
     providers=("openai", "openrouter", "deepseek"),
     configure=configure,
     summary="Qwen Code in ACP mode (OpenAI-compatible); runs its own shell and file tools",
-    records="ACP tool calls (run_shell_command with its output and exit code)",
+    records="ACP tool calls: commands with their output (the exit code only in its text)",
 )

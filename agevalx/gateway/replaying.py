@@ -9,11 +9,17 @@ enters it. A match is answered with the recorded response (a recorded stream as 
 the same server-sent events). The first request that does not match, or that comes after the
 role's last recorded one, is the divergence: the agent gets an error response carrying its
 code, and every later request of the attempt gets the same.
+
+Some agents write values into their requests that no replay can reproduce: the process id of
+a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`).
+Such values (`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed
+request before they are compared.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +60,24 @@ class ModelDivergence(BaseModel):
     difference: str
     """What differed: the method, the path, or the first differing JSON location of the body
     with both values (shortened)."""
+
+
+VOLATILE = ((re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),)
+"""Text in requests that differs from run to run whatever the model answered: (pattern,
+replacement)."""
+
+
+def steady(value: Any) -> Any:
+    """`value` (parsed JSON) with its `VOLATILE` text replaced."""
+    if isinstance(value, str):
+        for pattern, replacement in VOLATILE:
+            value = pattern.sub(replacement, value)
+        return value
+    if isinstance(value, dict):
+        return {key: steady(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [steady(item) for item in value]
+    return value
 
 
 def normalised(value: Any) -> bytes:
@@ -109,8 +133,13 @@ class Exchange:
     streamed: bool
 
     @property
+    def compared(self) -> Any:
+        """The recorded request as replayed ones are compared with it."""
+        return steady(self.request)
+
+    @property
     def digest(self) -> str:
-        return request_digest(self.request)
+        return request_digest(self.compared)
 
     def stream_bytes(self) -> bytes:
         """The recorded stream as server-sent events (an event's `type` names it)."""
@@ -212,7 +241,7 @@ class TrafficReplay:
             elif path != expected.path:
                 difference = f"path {path}, recorded {expected.path}"
             elif digest != expected.digest:
-                difference = first_difference(expected.request, live) or "the body's bytes"
+                difference = first_difference(expected.compared, live) or "the body's bytes"
             if difference is not None:
                 self.divergence = ModelDivergence(
                     code=DIVERGED,
@@ -230,12 +259,13 @@ class TrafficReplay:
             return expected
 
     def _masked(self, body: bytes) -> Any:
-        """The request as the recording holds it: parsed, with the run's secrets masked."""
+        """The request as it is compared with the recording's: parsed, with the run's secrets
+        masked as the recording masked them and its volatile text replaced."""
         text = self.redactor.text(body.decode("utf-8", "replace")) if body else ""
         try:
-            return json.loads(text) if text else None
+            return steady(json.loads(text) if text else None)
         except ValueError:
-            return text
+            return steady(text)
 
 
 @dataclass

@@ -11,7 +11,8 @@ role's last recorded one, is the divergence: the agent gets an error response ca
 code, and every later request of the attempt gets the same.
 
 Some agents write values into their requests that no replay can reproduce: the process id of
-a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`).
+a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
+the date (opencode, OpenClaw), the time, session ids and the hostname (OpenClaw).
 Such values (`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed
 request before they are compared.
 """
@@ -62,7 +63,18 @@ class ModelDivergence(BaseModel):
     with both values (shortened)."""
 
 
-VOLATILE = ((re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),)
+VOLATILE = (
+    (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
+    # opencode's system prompt: "Today's date: Thu Dec 03 2026".
+    (re.compile(r"(Today's date: )[A-Z][a-z]{2} [A-Z][a-z]{2} [0-9]{2} [0-9]{4}"), r"\1<date>"),
+    # OpenClaw: "Current date: 2026-12-03" in its system prompt; its prompts start with the
+    # time to the minute, "[Thu 2026-12-03 06:24 UTC]", and end in a runtime line naming the
+    # session ("acp-bridge:<uuid>", "sessionId=<uuid>") and the container ("host=<name>").
+    (re.compile(r"(Current date: )[0-9]{4}-[0-9]{2}-[0-9]{2}"), r"\1<date>"),
+    (re.compile(r"^\[[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} [^\]]+\]"), "[<time>]"),
+    (re.compile(r"(acp-bridge:|sessionId=)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"), r"\1<id>"),
+    (re.compile(r"(\| host=)[^ |]+"), r"\1<host>"),
+)
 """Text in requests that differs from run to run whatever the model answered: (pattern,
 replacement)."""
 

@@ -31,8 +31,8 @@ catalogue when that fails, as it does behind `egress: llm`.
 
 Commands run in the Gateway's `exec` tool; the bridge reports each as an ACP tool call of kind
 `execute` (`rawInput.command`, `rawOutput.details.exitCode`). The Gateway's requests carry
-the time to the minute, session ids and the container's hostname in the prompt, so a replay
-of its model traffic (`replay --model-traffic`) diverges at the first request.
+the date, the time to the minute, session ids and the container's hostname in the prompt;
+`replay --model-traffic` leaves those out of its comparison (`gateway.replaying.VOLATILE`).
 """
 
 from __future__ import annotations

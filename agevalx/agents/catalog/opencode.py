@@ -28,8 +28,8 @@ opencode runs commands with its own `bash` tool (never the client's `terminal/*`
 each as an ACP tool call of kind `execute`: the command in `rawInput.command`, the output in
 the content and `rawOutput.output`, the exit code in `rawOutput.metadata.exit`.
 
-Its system prompt carries the day (`Today's date: Thu Dec 03 2026`): a replay of its model
-traffic on another day differs in that line.
+Its system prompt carries the day (`Today's date: Thu Dec 03 2026`), which
+`replay --model-traffic` leaves out of its comparison (`gateway.replaying.VOLATILE`).
 """
 
 from __future__ import annotations

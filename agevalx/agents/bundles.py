@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import importlib
 import json
 import os
 import platform as host_platform
@@ -96,9 +97,21 @@ class BundleSpec:
     """Variables the agent needs; `{root}` stands for the bundle's path in the container."""
     prune: tuple[str, ...] = ()
     """Glob patterns (relative to the bundle) removed after the install: unused at run time."""
+    kind: str = "node"
+    """`node` (npm packages on a bundled Node) or `python` (PyPI packages on a bundled
+    CPython, built by `agevalx.agents.pybundles`)."""
+    arguments: tuple[str, ...] = ()
+    """Fixed arguments after the entry (`--experimental-acp`)."""
+    interpreter: str = "node"
+    """The program, relative to the bundle, that runs `entry`; empty when `entry` is itself
+    executable (a native binary)."""
+    runtime: str = ""
+    """The bundled runtime's version for kinds other than `node` (CPython's, for `python`)."""
+    files: tuple[tuple[str, str], ...] = ()
+    """Extra files written into the bundle: (path relative to the bundle, text)."""
 
     def key_material(self, platform: str) -> dict[str, Any]:
-        return {
+        material: dict[str, Any] = {
             "format": BUNDLE_FORMAT,
             "name": self.name,
             "packages": [list(pair) for pair in self.packages],
@@ -109,6 +122,16 @@ class BundleSpec:
             "environment": [list(pair) for pair in self.environment],
             "prune": list(self.prune),
         }
+        # Fields added later enter the material only when set, so older keys stay the same.
+        extra: dict[str, Any] = {
+            "kind": self.kind if self.kind != "node" else None,
+            "arguments": list(self.arguments) or None,
+            "interpreter": self.interpreter if self.interpreter != "node" else None,
+            "runtime": self.runtime or None,
+            "files": [list(pair) for pair in self.files] or None,
+        }
+        material.update({name: value for name, value in extra.items() if value is not None})
+        return material
 
 
 PI = BundleSpec(
@@ -127,13 +150,17 @@ PI = BundleSpec(
 )
 """pi (`@earendil-works/pi-coding-agent`) behind its ACP adapter `pi-acp`."""
 
-BUNDLES: dict[str, BundleSpec] = {PI.name: PI}
-"""Known bundles by name (= profile entry)."""
+
+def known_bundles() -> dict[str, BundleSpec]:
+    """Known bundles by name (= profile entry): every agent of the catalog."""
+    from agevalx.agents import catalog
+
+    return {name: agent.bundle for name, agent in catalog.agents().items()}
 
 
 def bundle_spec(name: str) -> BundleSpec | None:
     """The spec of a known bundle, or None."""
-    return BUNDLES.get(name)
+    return known_bundles().get(name)
 
 
 def mount_point(name: str) -> str:
@@ -148,7 +175,8 @@ def node_path(root: str) -> str:
 
 def launch_command(spec: BundleSpec, root: str) -> tuple[list[str], dict[str, str]]:
     """The agent's argv and environment for a bundle at `root` (a container path)."""
-    argv = [node_path(root), posixpath.join(root, spec.entry)]
+    program = [posixpath.join(root, spec.interpreter)] if spec.interpreter else []
+    argv = [*program, posixpath.join(root, spec.entry), *spec.arguments]
     environment = {name: value.replace("{root}", root) for name, value in spec.environment}
     return argv, environment
 
@@ -252,7 +280,7 @@ def entry_bundle(profile: Mapping[str, Any]) -> BundleSpec | None:
     options = profile.get("options") or {}
     entry = profile.get("entry") or options.get("entry") or ""
     words = str(entry).split()
-    return BUNDLES.get(words[0]) if words else None
+    return bundle_spec(words[0]) if words else None
 
 
 def container_mounts(
@@ -289,12 +317,13 @@ def bundle_archive(bundle: Bundle) -> Path:
 
 
 def _known(name: str) -> BundleSpec:
-    spec = BUNDLES.get(name)
+    known = known_bundles()
+    spec = known.get(name)
     if spec is None:
         raise BundleError(
             "bundle_unknown",
             f"no agent bundle named {name!r}",
-            hint=f"known bundles: {', '.join(sorted(BUNDLES))}",
+            hint=f"known bundles: {', '.join(sorted(known))}",
         )
     return spec
 
@@ -343,23 +372,18 @@ def _build(
     spec: BundleSpec, key: str, platform: str, root: Path, npm: str | None
 ) -> dict[str, Any]:
     """Build into a temporary folder, then publish it as `root/key` (caller holds the lock)."""
-    program = _npm(npm)
     for stale in root.glob(f".tmp-{key}-*"):
         shutil.rmtree(stale, ignore_errors=True)
     work = root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     try:
         work.mkdir()
-        node_package = NODE_PACKAGE.format(arch=platform.split("-", 1)[1])
-        dependencies = {**dict(spec.packages), node_package: spec.node}
-        manifest: dict[str, Any] = {
-            "name": f"ageval-bundle-{spec.name}",
-            "private": True,
-            "dependencies": dependencies,
-        }
-        (work / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        _npm_install(program, work, platform)
-        _finish(spec, work, node_package)
+        if spec.kind == "node":
+            _build_node(spec, work, platform, _npm(npm))
+        else:
+            _builder(spec.kind)(spec, work, platform)
+        _write_files(spec, work)
+        _world_readable(work)
         info = _marker(spec, key, platform, work, time.monotonic() - started)
         (work / MARKER).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
         final = root / key
@@ -370,6 +394,39 @@ def _build(
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _builder(kind: str) -> Any:
+    """The builder of bundles of another kind than node: `build_<kind>` of its module."""
+    try:
+        module = importlib.import_module(f"agevalx.agents.{kind}bundles")
+        return getattr(module, f"build_{kind}")
+    except (ImportError, AttributeError):
+        raise BundleError("bundle_kind_unknown", f"no builder for {kind} bundles") from None
+
+
+def _build_node(spec: BundleSpec, work: Path, platform: str, program: str) -> None:
+    """npm packages plus the Node binary package, installed into `work`."""
+    node_package = NODE_PACKAGE.format(arch=platform.split("-", 1)[1])
+    dependencies = {**dict(spec.packages), node_package: spec.node}
+    manifest: dict[str, Any] = {
+        "name": f"ageval-bundle-{spec.name}",
+        "private": True,
+        "dependencies": dependencies,
+    }
+    (work / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    _npm_install(program, work, platform)
+    _finish(spec, work, node_package)
+
+
+def _write_files(spec: BundleSpec, work: Path) -> None:
+    """The spec's extra files, each inside the bundle."""
+    for relative, text in spec.files:
+        target = (work / relative).resolve()
+        if not target.is_relative_to(work.resolve()):
+            raise BundleError("bundle_build_failed", f"bundle file {relative!r} leaves the bundle")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
 
 def _npm_install(program: str, work: Path, platform: str) -> None:
@@ -431,7 +488,6 @@ def _finish(spec: BundleSpec, work: Path, node_package: str) -> None:
                 shutil.rmtree(path)
             else:
                 path.unlink(missing_ok=True)
-    _world_readable(work)
 
 
 def _wrapper_script(script: str) -> str:

@@ -8,6 +8,7 @@ import traceback
 
 import typer
 
+from agevalx.cli import agents as agents_command
 from agevalx.cli import cache as cache_command
 from agevalx.cli import checkpoints as checkpoints_command
 from agevalx.cli import graph as graph_command
@@ -40,6 +41,7 @@ app.command(name="view")(view_command.view)
 app.command(name="mock-model", no_args_is_help=True)(mock_model_command.mock_model)
 app.add_typer(graph_command.app, name="graph", no_args_is_help=True)
 app.add_typer(cache_command.app, name="cache", no_args_is_help=True)
+app.add_typer(agents_command.app, name="agents")
 
 
 @app.callback()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agevalx.agents import scripted
+from agevalx.agents import catalog, scripted
+from agevalx.agents.catalog.base import AgentDef, Provider, provider_named
 from agevalx.agents.implementations import implementation
 from agevalx.config.loading import read_yaml_mapping, validate_model
 from agevalx.config.pins import check_effort, highest_effort
@@ -34,13 +35,6 @@ if TYPE_CHECKING:
 
 PROFILES_FILE = "profiles.yaml"
 DEFAULT_ROLE = "solver"
-BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-"""Where the built-in ACP agents (`--agent pi`) read their model endpoint from, at lock time."""
-API_KEY_REFERENCE = "${OPENAI_API_KEY}"
-"""The built-in ACP agents' key: a reference, resolved only when the agent runs."""
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-BUILTIN_MODEL_AGENTS = ("pi",)
-"""Built-in agents that talk to a model (they need --model)."""
 UNLOCKED_OPTIONS = {"cap_add", "main_environment"}
 
 
@@ -191,53 +185,85 @@ def _roles_for_agent(
     return dict.fromkeys(role_ids, _agent_role(request, loaded))
 
 
-def builtin_agents() -> dict[str, AgentProfile]:
-    """The agents `--agent` knows without a profiles file: `oracle` (the task's solution) and
-    `pi` (pi through pi-acp, from its bundle, against an OpenAI-compatible endpoint:
-    `$OPENAI_BASE_URL`, default the OpenAI API, with the key `$OPENAI_API_KEY`)."""
-    base_url = os.environ.get(BASE_URL_VARIABLE) or DEFAULT_BASE_URL
+def builtin_agents() -> dict[str, AgentDef | None]:
+    """The agents `--agent` knows without a profiles file: `oracle` (the task's solution,
+    None here) and every agent of the catalog (`agevalx.agents.catalog`)."""
+    return {"oracle": None, **catalog.agents()}
+
+
+def split_model(agent: AgentDef, model: str) -> tuple[Provider, str]:
+    """`--model [provider/]MODEL` for a catalog agent: the provider (named by the prefix when
+    it is a known one, else the agent's default) and the model id without the prefix."""
+    prefix, slash, rest = model.partition("/")
+    named = provider_named(prefix) if slash and rest else None
+    if named is None:
+        default = provider_named(agent.providers[0])
+        assert default is not None, f"{agent.name}'s default provider is unknown"
+        return default, model
+    if named.name not in agent.providers:
+        raise UsageError(
+            "agent_provider_unsupported",
+            f"{agent.name} cannot talk to the provider {prefix!r}",
+            field="--model",
+            hint=f"{agent.name} talks to: {', '.join(agent.providers)} "
+            f"(e.g. --model {agent.providers[0]}/MODEL)",
+        )
+    return named, rest
+
+
+def catalog_profile(agent: AgentDef, provider: Provider) -> AgentProfile:
+    """The profile `--agent NAME` binds: the provider's endpoint (`$<PROVIDER>_BASE_URL` when
+    set, read now) and its key as a reference (`${<PROVIDER>_API_KEY}`, read at run time)."""
+    base_url = os.environ.get(provider.base_url_variable) or provider.default_base_url
     try:
-        pi = AgentProfile.model_validate(
+        return AgentProfile.model_validate(
             {
                 "executor": "acp",
-                "api_key": API_KEY_REFERENCE,
+                "api_key": "${" + provider.key_variable + "}",
                 "base_url": base_url,
-                "options": {"entry": "pi"},
+                "options": {"entry": agent.name, "provider": provider.name},
             }
         )
     except ValidationError:
         raise UsageError(
             "invalid_base_url",
-            f"{BASE_URL_VARIABLE} is not an http(s) URL: {base_url!r}",
-            field=BASE_URL_VARIABLE,
-            hint="export OPENAI_BASE_URL=http://host:port/v1 (or unset it for the OpenAI API)",
+            f"{provider.base_url_variable} is not an http(s) URL: {base_url!r}",
+            field=provider.base_url_variable,
+            hint=f"export {provider.base_url_variable}=http://host:port/... "
+            f"(or unset it for {provider.default_base_url})",
         ) from None
-    return {"oracle": AgentProfile(executor="oracle"), "pi": pi}
 
 
 def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> LockedRole:
     """`--agent`: a profile of the loaded file, else a built-in agent, bound to every role."""
     assert request.agent is not None
+    own = loaded.config.agent_profiles if loaded is not None else {}
+    if request.agent in own:
+        return _locked_role(request.agent, own[request.agent], request, loaded)
     builtin = builtin_agents()
-    known = {**builtin, **(loaded.config.agent_profiles if loaded is not None else {})}
-    profile = known.get(request.agent)
-    if profile is None:
+    if request.agent not in builtin:
         raise UsageError(
             "unknown_agent",
             f"no agent named {request.agent!r}",
             field="--agent",
-            hint=f"use one of: {', '.join(sorted(known))}",
+            hint=f"use one of: {', '.join(sorted({*builtin, *own}))} (ageval agents lists them)",
         )
-    needs_model = profile is builtin.get(request.agent) and request.agent in BUILTIN_MODEL_AGENTS
-    if needs_model and request.model is None:
+    agent = builtin[request.agent]
+    if agent is None:
+        return _locked_role(request.agent, AgentProfile(executor="oracle"), request, loaded)
+    if request.model is None:
+        provider = provider_named(agent.providers[0])
+        assert provider is not None
         raise UsageError(
             "model_required",
             f"the built-in agent {request.agent} needs a model",
             field="--model",
-            hint=f"pass --agent {request.agent} --model MODEL (the endpoint is "
-            f"${BASE_URL_VARIABLE}, the key ${API_KEY_REFERENCE[2:-1]})",
+            hint=f"pass --agent {request.agent} --model [provider/]MODEL (providers: "
+            f"{', '.join(agent.providers)}; the key is read from ${provider.key_variable})",
         )
-    return _locked_role(request.agent, profile, request, loaded)
+    provider, model = split_model(agent, request.model)
+    profile = catalog_profile(agent, provider)
+    return _locked_role(request.agent, profile, replace(request, model=model), loaded)
 
 
 def _roles_from_profiles(

@@ -1,14 +1,15 @@
 """Agents that come as bundles (`agevalx.agents.bundles`): find the bundle, configure, launch.
 
-For an entry naming a bundle (`options.entry: pi`), the executor:
+For an entry naming an agent of the catalog (`options.entry: claude-code`), the executor:
 
 1. finds the bundle in the container: mounted read-only at `/opt/ageval/agents/<name>` by the
    environment stage (its marker names the expected key), or, when it is not mounted, builds
    it on the host if needed and copies it into `<attempt>/.ageval/bundles/<id>/` for this
    invocation only (removed afterwards, so it never reaches the committed image);
-2. writes the agent's configuration into the agent's HOME (for pi: `~/.pi/agent/models.json`
-   and `settings.json`, built from the role's profile). The API key is never written: the
-   configuration names the variable `AGEVAL_API_KEY`, which only the agent process has;
+2. asks the agent's `configure` (`agevalx.agents.catalog`) for its configuration, given the
+   model, the endpoint as the container reaches it, HOME and the bundle's folder, and writes
+   its files into the agent's HOME as the agent's user. The API key is never written: it
+   reaches the agent process only as variables, passed by name;
 3. returns the command line and environment that start the agent.
 
 A model server on the host given as `localhost` / `127.0.0.1` is rewritten to
@@ -32,6 +33,7 @@ from agevalx.agents import bundles
 from agevalx.agents.acp.recording import Recorder
 from agevalx.agents.acp.sandbox import LocalSandbox, Sandbox, staging_dir
 from agevalx.agents.base import AgentError, Invocation
+from agevalx.agents.catalog.base import AgentDef, AgentSetup, provider_named
 
 HOST_ALIAS = "host.docker.internal"
 """The host as attempt containers see it (`--add-host host.docker.internal:host-gateway`)."""
@@ -39,25 +41,11 @@ HOST_ALIAS = "host.docker.internal"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 API_KEY_VARIABLE = "AGEVAL_API_KEY"
-"""The variable holding the resolved key in the agent's environment (set by the run stage)."""
-
-NO_KEY = "ageval-no-key"
-"""What pi gets as key when the profile has none (local servers ignore it; pi needs one)."""
-
-PI_PROVIDER = "ageval"
-"""The provider id ageval writes into pi's models.json."""
-
-PI_APIS = {
-    None: "openai-completions",
-    "chat": "openai-completions",
-    "responses": "openai-responses",
-}
-PI_THINKING = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The variable holding the key (the gateway's token) in the agent's environment."""
 
 _WRITE_CONFIG = (
-    'dir="$1"; shift; mkdir -p -- "$dir" || exit 1; '
     'while [ "$#" -ge 2 ]; do '
-    'printf "%s" "$2" > "$dir/$1.tmp" && mv -f -- "$dir/$1.tmp" "$dir/$1" || exit 1; '
+    'mkdir -p -- "${1%/*}" && printf "%s" "$2" > "$1.tmp" && mv -f -- "$1.tmp" "$1" || exit 1; '
     "shift 2; done"
 )
 
@@ -71,6 +59,8 @@ class AgentLaunch:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     cleanups: list[Cleanup] = field(default_factory=list)
+    key_variables: tuple[str, ...] = ()
+    """Variables that receive the key (`AGEVAL_API_KEY`'s value), passed by name."""
 
     async def cleanup(self) -> None:
         for step in reversed(self.cleanups):
@@ -80,24 +70,29 @@ class AgentLaunch:
 async def bundled_launch(
     sandbox: Sandbox,
     invocation: Invocation,
-    spec: bundles.BundleSpec,
+    agent: AgentDef,
     extra_args: list[str],
     recorder: Recorder,
 ) -> AgentLaunch:
     """Locate (or copy in) the bundle, write the agent's configuration, and say how to start."""
     started = time.monotonic()
-    configure = CONFIGURATORS.get(spec.name)
+    spec = agent.bundle
     local = isinstance(sandbox, LocalSandbox)
-    config = None if configure is None else configure(invocation, rewrite_local=not local)
     located = await _locate(sandbox, invocation, spec)
     argv, environment = bundles.launch_command(spec, located.root)
-    launch = AgentLaunch([*argv, *extra_args], environment, located.cleanups)
     try:
-        if config is not None:
-            await _write_config(sandbox, *config)
+        config = agent.configure(agent_setup(agent, invocation, located.root, local=local))
+        await write_files(sandbox, invocation.container.home, config.files)
     except BaseException:
-        await launch.cleanup()
+        for step in reversed(located.cleanups):
+            await step()
         raise
+    launch = AgentLaunch(
+        [*argv, *config.args, *extra_args],
+        {**environment, **config.env},
+        located.cleanups,
+        config.key_variables,
+    )
     recorder.transcript(
         {
             "type": "agent_setup",
@@ -108,6 +103,46 @@ async def bundled_launch(
         }
     )
     return launch
+
+
+def agent_setup(
+    agent: AgentDef, invocation: Invocation, root: str, *, local: bool = False
+) -> AgentSetup:
+    """What the agent's configurator is told: model, provider, endpoint, folders."""
+    profile = invocation.profile
+    environ = invocation.environ
+    options = profile.get("options") or {}
+    name = options.get("provider") or agent.providers[0]
+    provider = provider_named(str(name))
+    if provider is None or provider.name not in agent.providers:
+        raise AgentError(
+            "agent_provider_unsupported",
+            f"{agent.name} cannot talk to the provider {name!r}",
+            f"{agent.name} talks to: {', '.join(agent.providers)}",
+        )
+    base_url = profile.get("base_url") or environ.get("AGEVAL_BASE_URL")
+    if not base_url:
+        raise AgentError(
+            "agent_base_url_missing",
+            f"{agent.name} needs the model endpoint: set base_url in the role's profile",
+        )
+    model = (profile.get("model") or {}).get("id") or environ.get("AGEVAL_MODEL")
+    if not model:
+        raise AgentError(
+            "agent_model_missing", f"{agent.name} needs a model: set model.id in the profile"
+        )
+    container = invocation.container
+    return AgentSetup(
+        model=str(model),
+        provider=provider,
+        api=agent.api(provider),
+        base_url=base_url if local else container_url(base_url),
+        has_key=bool(environ.get(API_KEY_VARIABLE)),
+        home=container.home,
+        workdir=container.workdir,
+        root=root,
+        profile=profile,
+    )
 
 
 # --- finding the bundle ----------------------------------------------------------------------
@@ -207,13 +242,21 @@ class _Copier:
 # --- configuration ---------------------------------------------------------------------------
 
 
-async def _write_config(sandbox: Sandbox, directory: str, files: Mapping[str, str]) -> None:
-    """Write configuration files as the agent's user (so it owns its config folder)."""
-    pairs = [part for name, text in sorted(files.items()) for part in (name, text)]
-    result = await sandbox.run(["sh", "-c", _WRITE_CONFIG, "ageval-config", directory, *pairs])
+async def write_files(sandbox: Sandbox, home: str, files: Mapping[str, str]) -> None:
+    """Write an agent's configuration files as the agent's user (so it owns them); each
+    must lie under its HOME."""
+    if not files:
+        return
+    pairs: list[str] = []
+    for path, text in sorted(files.items()):
+        normal = posixpath.normpath(path)
+        if not normal.startswith(home.rstrip("/") + "/"):
+            raise AgentError("agent_config_failed", f"{path} is not under the agent's HOME")
+        pairs += [normal, text]
+    result = await sandbox.run(["sh", "-c", _WRITE_CONFIG, "ageval-config", *pairs])
     if result.returncode != 0:
         error = result.stderr.decode("utf-8", "replace").strip()
-        raise AgentError("agent_config_failed", f"cannot write {directory}: {error}")
+        raise AgentError("agent_config_failed", f"cannot write the agent's files: {error}")
 
 
 def container_url(url: str) -> str:
@@ -226,84 +269,3 @@ def container_url(url: str) -> str:
     if parts.username or parts.password:
         netloc = parts.netloc.rsplit("@", 1)[0] + "@" + netloc
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def pi_config(
-    profile: Mapping[str, Any], environ: Mapping[str, str], *, rewrite_local: bool = True
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """pi's `models.json` and `settings.json` for a role's locked profile.
-
-    Profile keys read: `base_url` (required), `model.id` (required), `model.api` (`chat` ->
-    `openai-completions`, `responses` -> `openai-responses`), `model.reasoning.effort` (pi's
-    startup thinking level), `model.extra` (pi `samplingParams`, merged into every request),
-    `options.pi_model` / `options.pi_settings` (merged as-is into the model entry / settings).
-    """
-    model = dict(profile.get("model") or {})
-    options = dict(profile.get("options") or {})
-    base_url = profile.get("base_url") or environ.get("AGEVAL_BASE_URL")
-    if not base_url:
-        raise AgentError(
-            "agent_base_url_missing",
-            "pi needs the model endpoint: set base_url in the role's profile",
-        )
-    model_id = model.get("id") or environ.get("AGEVAL_MODEL")
-    if not model_id:
-        raise AgentError("agent_model_missing", "pi needs a model: set model.id in the profile")
-    api = PI_APIS.get(model.get("api"))
-    if api is None:
-        raise AgentError("agent_options_invalid", f"model.api {model.get('api')!r} is unknown")
-    entry: dict[str, Any] = {"id": model_id, "name": model_id}
-    settings: dict[str, Any] = {
-        "defaultProvider": PI_PROVIDER,
-        "defaultModel": model_id,
-        "quietStartup": True,
-    }
-    effort = (model.get("reasoning") or {}).get("effort")
-    if effort is not None:
-        level = "off" if effort == "none" else effort
-        if level not in PI_THINKING:
-            raise AgentError(
-                "agent_options_invalid",
-                f"pi has no thinking level {effort!r} (it knows {', '.join(PI_THINKING)})",
-            )
-        entry["reasoning"] = level != "off"
-        settings["defaultThinkingLevel"] = level
-    if model.get("extra"):
-        entry["samplingParams"] = dict(model["extra"])
-    entry.update(_mapping(options.get("pi_model"), "options.pi_model"))
-    settings.update(_mapping(options.get("pi_settings"), "options.pi_settings"))
-    provider = {
-        "baseUrl": container_url(base_url) if rewrite_local else base_url,
-        "api": api,
-        "apiKey": f"${API_KEY_VARIABLE}" if environ.get(API_KEY_VARIABLE) else NO_KEY,
-        "models": [entry],
-    }
-    return {"providers": {PI_PROVIDER: provider}}, settings
-
-
-def _mapping(value: Any, name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise AgentError("agent_options_invalid", f"{name} must be a mapping")
-    return dict(value)
-
-
-ConfigFiles = tuple[str, dict[str, str]]
-"""A folder in the sandbox and the files (name -> text) to write there."""
-
-
-def _pi_files(invocation: Invocation, *, rewrite_local: bool) -> ConfigFiles:
-    models, settings = pi_config(
-        invocation.profile, invocation.environ, rewrite_local=rewrite_local
-    )
-    directory = posixpath.join(invocation.container.home, ".pi", "agent")
-    return directory, {"models.json": _json(models), "settings.json": _json(settings)}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True) + "\n"
-
-
-CONFIGURATORS: dict[str, Callable[..., ConfigFiles]] = {"pi": _pi_files}
-"""Per bundle: the configuration to write before the agent starts."""

@@ -35,7 +35,7 @@ from acp.schema import (
     PromptResponse,
     TextContentBlock,
 )
-from agevalx.agents import bundles, scripted
+from agevalx.agents import catalog, scripted
 from agevalx.agents.acp.bundled import AgentLaunch, bundled_launch
 from agevalx.agents.acp.channel import AgentProcess
 from agevalx.agents.acp.client import AcpClient, PermissionPolicy
@@ -161,7 +161,7 @@ class _Invocation:
             argv=launch.argv,
             workdir=container.workdir,
             env={"HOME": container.home, **launch.env},
-            secrets=agent_secrets(self.invocation),
+            secrets=agent_secrets(self.invocation, launch.key_variables),
             stdin=True,
             report_pid=True,
         )
@@ -286,12 +286,16 @@ AGENT_ENV_SOURCES = {
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def agent_secrets(invocation: Invocation) -> dict[str, str]:
+def agent_secrets(invocation: Invocation, key_variables: tuple[str, ...] = ()) -> dict[str, str]:
     """The agent process's secret environment: the run stage's variables, plus copies under
     the names `options.agent_env` lists, for agents that read their own variables:
     `agent_env: {api_key: [ANTHROPIC_API_KEY], model: [ANTHROPIC_MODEL]}` (lists, so that
-    the lock's literal-secret check never sees a string under a credential-named key)."""
+    the lock's literal-secret check never sees a string under a credential-named key), and
+    the key under the names a bundled agent's configuration asks for (`key_variables`)."""
     environ = dict(invocation.environ)
+    key = invocation.environ.get(AGENT_ENV_SOURCES["api_key"])
+    if key is not None:
+        environ.update(dict.fromkeys(key_variables, key))
     mapping = (invocation.profile.get("options") or {}).get("agent_env") or {}
     if not isinstance(mapping, dict):
         raise AgentError("agent_options_invalid", "options.agent_env must be a mapping")
@@ -334,9 +338,9 @@ async def agent_launch(sandbox: Sandbox, invocation: Invocation, recorder: Recor
     if not entry:
         raise AgentError("agent_entry_missing", f"role {invocation.role!r} names no agent entry")
     argv = shlex.split(entry)
-    spec = bundles.bundle_spec(argv[0])
-    if spec is not None:
-        return await bundled_launch(sandbox, invocation, spec, argv[1:], recorder)
+    agent = catalog.agent(argv[0])
+    if agent is not None:
+        return await bundled_launch(sandbox, invocation, agent, argv[1:], recorder)
     return AgentLaunch(await agent_argv(sandbox, invocation, argv))
 
 

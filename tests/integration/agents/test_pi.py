@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from agevalx.agents import bundles
-from agevalx.agents.acp.bundled import container_url, pi_config
+from agevalx.agents import bundles, catalog
+from agevalx.agents.acp.bundled import agent_setup, container_url
 from agevalx.agents.acp.executor import AcpExecutor
 from agevalx.agents.base import AgentError, Container, Invocation, RecordedAction
+from agevalx.agents.catalog.pi import BUNDLE as PI
 from agevalx.agents.mockllm import MockLLM, MockLLMError, bridge_gateway
 from agevalx.cache.location import default_cache_dir
 from agevalx.cli import main
@@ -427,7 +428,7 @@ def test_concurrent_builders_share_one_build(fake_npm: Path, tmp_path: Path) -> 
 
 @pytest.mark.unit
 def test_bundle_keys_follow_the_spec() -> None:
-    pi = bundles.BUNDLES["pi"]
+    pi = PI
     key = bundles.bundle_key(pi, "linux-x64")
     assert key == bundles.bundle_key(pi, "linux-x64")
     assert key != bundles.bundle_key(pi, "linux-arm64")
@@ -470,7 +471,9 @@ def test_pi_configuration_from_a_profile() -> None:
         },
         "options": {"entry": "pi", "pi_settings": {"defaultTools": ["bash"]}},
     }
-    models, settings = pi_config(profile, {"AGEVAL_API_KEY": "sk-secret-value"})
+    files = _pi_files(profile, {"AGEVAL_API_KEY": "sk-secret-value"})
+    models = json.loads(files["/attempt/home/.pi/agent/models.json"])
+    settings = json.loads(files["/attempt/home/.pi/agent/settings.json"])
     provider = models["providers"]["ageval"]
     assert provider == {
         "baseUrl": "http://host.docker.internal:8080/v1",
@@ -493,7 +496,11 @@ def test_pi_configuration_from_a_profile() -> None:
         "defaultThinkingLevel": "high",
         "defaultTools": ["bash"],
     }
-    keyless, _ = pi_config({"base_url": "https://api.example.com/v1", "model": {"id": "m"}}, {})
+    keyless = json.loads(
+        _pi_files({"base_url": "https://api.example.com/v1", "model": {"id": "m"}}, {})[
+            "/attempt/home/.pi/agent/models.json"
+        ]
+    )
     assert keyless["providers"]["ageval"]["apiKey"] == "ageval-no-key"
     assert keyless["providers"]["ageval"]["baseUrl"] == "https://api.example.com/v1"
     for broken, code in (
@@ -505,8 +512,25 @@ def test_pi_configuration_from_a_profile() -> None:
         ),
     ):
         with pytest.raises(AgentError) as caught:
-            pi_config(broken, {})
+            _pi_files(broken, {})
         assert caught.value.code == code
+
+
+def _pi_files(profile: dict[str, Any], environ: dict[str, str]) -> dict[str, str]:
+    """The files ageval writes for pi, through the path every bundled agent takes."""
+    pi = catalog.agents()["pi"]
+    invocation = Invocation(
+        role="solver",
+        prompt="",
+        profile=profile,
+        container=Container(id="c"),
+        deadline=0.0,
+        record=lambda action: None,
+        transcript=lambda entry: None,
+        environ=environ,
+    )
+    setup = agent_setup(pi, invocation, "/opt/ageval/agents/pi")
+    return dict(pi.configure(setup).files)
 
 
 @pytest.mark.unit
@@ -576,8 +600,8 @@ def test_roles_running_a_bundled_agent_get_its_mount(fake_npm: Path) -> None:
         "oracle": {"executor": "oracle"},
     }
     assert [bundles.entry_bundle(profile) for profile in roles.values()] == [
-        bundles.PI,
-        bundles.PI,
+        PI,
+        PI,
         None,
         None,
     ]

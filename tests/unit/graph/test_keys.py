@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from agevalx.agents import bundles, scripted
+from agevalx.agents import catalog, scripted
 from agevalx.cache.store import CacheStore
 from agevalx.graph import keys
 from agevalx.graph.keys import (
@@ -197,10 +197,9 @@ def test_a_new_agent_bundle_version_reruns_the_runs_of_that_agent(
 ) -> None:
     (dataset / "profiles.yaml").write_text(AGENT_PROFILES)
     before = _run_keys(dataset, store)
-    newer = dataclasses.replace(
-        bundles.PI, packages=(("pi-acp", "0.0.35"), *bundles.PI.packages[1:])
-    )
-    monkeypatch.setitem(bundles.BUNDLES, "pi", newer)
+    pi = catalog.agents()["pi"]
+    newer = dataclasses.replace(pi.bundle, packages=(("pi-acp", "0.0.35"), *pi.bundle.packages[1:]))
+    monkeypatch.setitem(catalog.agents(), "pi", dataclasses.replace(pi, bundle=newer))
     after = _run_keys(dataset, store)
     assert after["pi"] != before["pi"]
     assert after["codex"] == before["codex"] and after["scripted"] == before["scripted"]

@@ -5,7 +5,9 @@ mode: no upstream is contacted. Each role's requests are matched, in order, with
 recorded exchanges by a digest of the request body (`request_digest`): the body parsed as
 JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
 and the secrets of the run do not count; the route's token travels in a header and never
-enters it. A match is answered with the recorded response (a recorded stream as a stream of
+enters it. Nor do what an agent makes up afresh each run with no bearing on the model's
+answer (`comparable`): the prompt cache key (codex's random session id) and the chunk id
+and wall time heading codex's command output. A match is answered with the recorded response (a recorded stream as a stream of
 the same server-sent events). The first request that does not match, or that comes after the
 role's last recorded one, is the divergence: the agent gets an error response carrying its
 code, and every later request of the attempt gets the same.
@@ -14,6 +16,7 @@ code, and every later request of the attempt gets the same.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +59,46 @@ class ModelDivergence(BaseModel):
     with both values (shortened)."""
 
 
+VOLATILE_FIELDS = ("prompt_cache_key",)
+"""Request fields that are a cache hint an agent fills per session, never content: codex
+(and other responses-API clients) send their random session id there."""
+
+VOLATILE_LINES = re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE)
+"""Lines of a tool's output that differ from run to run whatever the command did: codex's
+exec_command output starts with a random chunk id and the command's wall time."""
+
+TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+"""Responses-API input items that carry a tool's output."""
+
+
+def comparable(value: Any) -> Any:
+    """A request body as replay compares it: without its volatile fields, and with the
+    volatile lines of its tool outputs blanked (see `VOLATILE_FIELDS`, `VOLATILE_LINES`)."""
+    if not isinstance(value, dict):
+        return value
+    body = {name: item for name, item in value.items() if name not in VOLATILE_FIELDS}
+    if isinstance(body.get("input"), list):
+        body["input"] = [_steady_output(item) for item in body["input"]]
+    return body
+
+
+def _steady_output(item: Any) -> Any:
+    if not (isinstance(item, dict) and item.get("type") in TOOL_OUTPUTS):
+        return item
+    output = item.get("output")
+    if not isinstance(output, str):
+        return item
+    return {**item, "output": VOLATILE_LINES.sub(r"\1: ...", output)}
+
+
 def normalised(value: Any) -> bytes:
     """The canonical text a request digest is taken of."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def request_digest(value: Any) -> str:
-    return xxhash.xxh3_128_hexdigest(normalised(value))
+    """The digest replay matches a request body by (of its `comparable` form)."""
+    return xxhash.xxh3_128_hexdigest(normalised(comparable(value)))
 
 
 def _shown(value: Any) -> str:
@@ -212,7 +248,10 @@ class TrafficReplay:
             elif path != expected.path:
                 difference = f"path {path}, recorded {expected.path}"
             elif digest != expected.digest:
-                difference = first_difference(expected.request, live) or "the body's bytes"
+                difference = (
+                    first_difference(comparable(expected.request), comparable(live))
+                    or "the body's bytes"
+                )
             if difference is not None:
                 self.divergence = ModelDivergence(
                     code=DIVERGED,

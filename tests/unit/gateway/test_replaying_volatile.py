@@ -1,0 +1,54 @@
+"""Replay ignores what an agent makes up afresh each run: the prompt cache key and the
+chunk id and wall time heading codex's command output; anything else still diverges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agevalx.gateway.replaying import comparable, first_difference, request_digest
+
+pytestmark = pytest.mark.unit
+
+
+def _codex_request(session: str, chunk: str, seconds: str, exit_code: int) -> dict[str, Any]:
+    output = (
+        f"Chunk ID: {chunk}\nWall time: {seconds} seconds\n"
+        f"Process exited with code {exit_code}\nOriginal token count: 0\nOutput:\n"
+    )
+    return {
+        "model": "gpt-5.4-mini",
+        "prompt_cache_key": session,
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+            {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "c1"},
+            {"type": "function_call_output", "call_id": "c1", "output": output},
+        ],
+    }
+
+
+def test_a_new_session_id_chunk_id_and_wall_time_match_the_recording() -> None:
+    recorded = _codex_request("01a23a80-7b57-78f2", "281ca7", "0.0000", 0)
+    replayed = _codex_request("01a23a80-d02d-72b2", "3a734a", "0.0123", 0)
+    assert request_digest(recorded) == request_digest(replayed)
+    assert first_difference(comparable(recorded), comparable(replayed)) is None
+
+
+def test_another_exit_code_or_prompt_still_diverges() -> None:
+    recorded = _codex_request("s1", "281ca7", "0.0000", 0)
+    failed = _codex_request("s2", "3a734a", "0.0000", 1)
+    assert request_digest(recorded) != request_digest(failed)
+    assert "Process exited with code 1" in str(
+        first_difference(comparable(recorded), comparable(failed))
+    )
+    other = _codex_request("s1", "281ca7", "0.0000", 0)
+    other["input"][0]["content"][0]["text"] = "stop"
+    assert request_digest(recorded) != request_digest(other)
+
+
+def test_volatile_lines_count_only_in_tool_outputs() -> None:
+    said = {"input": [{"type": "message", "role": "user", "content": "Wall time: 1 seconds"}]}
+    other = {"input": [{"type": "message", "role": "user", "content": "Wall time: 2 seconds"}]}
+    assert request_digest(said) != request_digest(other)
+    assert comparable("plain text") == "plain text"

@@ -5,12 +5,13 @@ mode: no upstream is contacted. Each role's requests are matched, in order, with
 recorded exchanges by a digest of the request body (`request_digest`): the body parsed as
 JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
 and the secrets of the run do not count; the route's token travels in a header and never
-enters it. Nor do what an agent makes up afresh each run with no bearing on the model's
+enters it. Nor does what an agent makes up afresh each run with no bearing on the model's
 answer (`comparable`): the prompt cache key (codex's random session id) and the chunk id
-and wall time heading codex's command output. A match is answered with the recorded response (a recorded stream as a stream of
-the same server-sent events). The first request that does not match, or that comes after the
-role's last recorded one, is the divergence: the agent gets an error response carrying its
-code, and every later request of the attempt gets the same.
+and wall time heading codex's command output. A match is answered with the recorded
+response (a recorded stream as a stream of the same server-sent events). The first request
+that does not match, or that comes after the role's last recorded one, is the divergence:
+the agent gets an error response carrying its code, and every later request of the attempt
+gets the same.
 """
 
 from __future__ import annotations

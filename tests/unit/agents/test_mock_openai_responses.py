@@ -14,7 +14,7 @@ from agevalx.gateway.usage import UsageReader
 
 pytestmark = pytest.mark.unit
 
-SCRIPT = [
+SCRIPT: list[dict[str, Any]] = [
     {"tool_call": {"name": "exec_command", "arguments": {"cmd": "echo 42 > /tmp/answer.txt"}}},
     {"message": "I wrote 42 to /tmp/answer.txt."},
 ]

@@ -120,6 +120,7 @@ AGENT = AgentDef(
     configure=configure,
     summary="OpenAI Codex through codex-acp (native binary); runs its own exec_command and "
     "apply_patch tools",
-    records="ACP tool calls (kind execute) with their output and exit code",
+    records="commands (exec_command) as ACP execute tool calls with output and exit code; "
+    "apply_patch edits only in the transcript",
     api_for={"openai": "openai-responses"},
 )

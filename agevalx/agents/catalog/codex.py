@@ -12,8 +12,10 @@ with the endpoint, `wire_api = "responses"` and `env_key = "AGEVAL_API_KEY"` (co
 key from that variable itself: it is never written); no approvals and no sandbox of codex's
 own (`danger-full-access`: the attempt container is the sandbox, and codex's Landlock and
 seccomp sandbox is not available in every container); no web search, analytics or feedback
-upload. It also writes `~/.codex/installation_id`, a fixed id, which codex otherwise makes
-at random and sends in every request's body (`client_metadata`).
+upload; and no shell snapshots (codex would otherwise write its environment, the gateway
+token included, into `~/.codex/shell_snapshots/`). It also writes `~/.codex/installation_id`,
+a fixed id, which codex otherwise makes at random and sends in every request's body
+(`client_metadata`).
 
 Codex runs commands itself (its `exec_command` tool in a PTY, `apply_patch` for edits) and
 reports each as an ACP tool call (kind `execute`) with `_meta.terminal_output` and
@@ -90,6 +92,7 @@ def codex_config(setup: AgentSetup) -> str:
     tables: dict[str, dict[str, str | bool]] = {
         "analytics": {"enabled": False},
         "feedback": {"enabled": False},
+        "features": {"shell_snapshot": False},
         f"model_providers.{PROVIDER_ID}": provider,
     }
     lines = [f"{name} = {_toml(value)}" for name, value in top.items()]

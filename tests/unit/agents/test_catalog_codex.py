@@ -49,6 +49,7 @@ def test_codex_talks_responses_to_the_gateway_reading_the_key_from_a_variable() 
     assert (config["approval_policy"], config["sandbox_mode"]) == ("never", "danger-full-access")
     assert config["web_search"] == "disabled"
     assert config["analytics"] == {"enabled": False} and config["feedback"] == {"enabled": False}
+    assert config["features"] == {"shell_snapshot": False}
     assert "model_reasoning_effort" not in config
 
 

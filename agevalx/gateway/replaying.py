@@ -6,12 +6,12 @@ recorded exchanges by a digest of the request body (`request_digest`): the body 
 JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
 and the secrets of the run do not count; the route's token travels in a header and never
 enters it. Nor does what an agent makes up afresh each run with no bearing on the model's
-answer (`comparable`): the prompt cache key (codex's random session id) and the chunk id
-and wall time heading codex's command output. A match is answered with the recorded
-response (a recorded stream as a stream of the same server-sent events). The first request
-that does not match, or that comes after the role's last recorded one, is the divergence:
-the agent gets an error response carrying its code, and every later request of the attempt
-gets the same.
+answer (`comparable`): the prompt cache key (codex's random session id), the chunk id
+and wall time heading codex's command output, and the day codex tells the model. A match is
+answered with the recorded response (a recorded stream as a stream of the same server-sent
+events). The first request that does not match, or that comes after the role's last
+recorded one, is the divergence: the agent gets an error response carrying its code, and
+every later request of the attempt gets the same.
 """
 
 from __future__ import annotations
@@ -68,28 +68,39 @@ VOLATILE_LINES = re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE)
 """Lines of a tool's output that differ from run to run whatever the command did: codex's
 exec_command output starts with a random chunk id and the command's wall time."""
 
+VOLATILE_DATE = re.compile(r"<current_date>[^<]*</current_date>")
+"""The day, as codex tells it to the model in each request's `<environment_context>`."""
+
 TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 """Responses-API input items that carry a tool's output."""
 
 
 def comparable(value: Any) -> Any:
-    """A request body as replay compares it: without its volatile fields, and with the
-    volatile lines of its tool outputs blanked (see `VOLATILE_FIELDS`, `VOLATILE_LINES`)."""
+    """A request body as replay compares it: without its volatile fields, the volatile lines
+    of its tool outputs and the date of its messages blanked (`VOLATILE_FIELDS`,
+    `VOLATILE_LINES`, `VOLATILE_DATE`)."""
     if not isinstance(value, dict):
         return value
     body = {name: item for name, item in value.items() if name not in VOLATILE_FIELDS}
     if isinstance(body.get("input"), list):
-        body["input"] = [_steady_output(item) for item in body["input"]]
+        body["input"] = [_steady_item(item) for item in body["input"]]
     return body
 
 
-def _steady_output(item: Any) -> Any:
-    if not (isinstance(item, dict) and item.get("type") in TOOL_OUTPUTS):
+def _steady_item(item: Any) -> Any:
+    if not isinstance(item, dict):
         return item
-    output = item.get("output")
-    if not isinstance(output, str):
-        return item
-    return {**item, "output": VOLATILE_LINES.sub(r"\1: ...", output)}
+    if item.get("type") in TOOL_OUTPUTS and isinstance(item.get("output"), str):
+        return {**item, "output": VOLATILE_LINES.sub(r"\1: ...", item["output"])}
+    if item.get("type") == "message" and isinstance(item.get("content"), list):
+        return {**item, "content": [_undated(part) for part in item["content"]]}
+    return item
+
+
+def _undated(part: Any) -> Any:
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return {**part, "text": VOLATILE_DATE.sub("<current_date>...</current_date>", part["text"])}
+    return part
 
 
 def normalised(value: Any) -> bytes:

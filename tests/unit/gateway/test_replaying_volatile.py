@@ -1,5 +1,6 @@
-"""Replay ignores what an agent makes up afresh each run: the prompt cache key and the
-chunk id and wall time heading codex's command output; anything else still diverges."""
+"""Replay ignores what an agent makes up afresh each run: the prompt cache key, the chunk id
+and wall time heading codex's command output, and the day codex tells the model; anything
+else still diverges."""
 
 from __future__ import annotations
 
@@ -12,15 +13,23 @@ from agevalx.gateway.replaying import comparable, first_difference, request_dige
 pytestmark = pytest.mark.unit
 
 
-def _codex_request(session: str, chunk: str, seconds: str, exit_code: int) -> dict[str, Any]:
+def _codex_request(
+    session: str, chunk: str, seconds: str, exit_code: int, day: str = "2026-12-03"
+) -> dict[str, Any]:
     output = (
         f"Chunk ID: {chunk}\nWall time: {seconds} seconds\n"
         f"Process exited with code {exit_code}\nOriginal token count: 0\nOutput:\n"
     )
+    context = f"<environment_context>\n  <cwd>/w</cwd>\n  <current_date>{day}</current_date>\n"
     return {
         "model": "gpt-5.4-mini",
         "prompt_cache_key": session,
         "input": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": context}],
+            },
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
             {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "c1"},
             {"type": "function_call_output", "call_id": "c1", "output": output},
@@ -30,7 +39,7 @@ def _codex_request(session: str, chunk: str, seconds: str, exit_code: int) -> di
 
 def test_a_new_session_id_chunk_id_and_wall_time_match_the_recording() -> None:
     recorded = _codex_request("01a23a80-7b57-78f2", "281ca7", "0.0000", 0)
-    replayed = _codex_request("01a23a80-d02d-72b2", "3a734a", "0.0123", 0)
+    replayed = _codex_request("01a23a80-d02d-72b2", "3a734a", "0.0123", 0, day="2027-01-31")
     assert request_digest(recorded) == request_digest(replayed)
     assert first_difference(comparable(recorded), comparable(replayed)) is None
 
@@ -43,7 +52,7 @@ def test_another_exit_code_or_prompt_still_diverges() -> None:
         first_difference(comparable(recorded), comparable(failed))
     )
     other = _codex_request("s1", "281ca7", "0.0000", 0)
-    other["input"][0]["content"][0]["text"] = "stop"
+    other["input"][1]["content"][0]["text"] = "stop"
     assert request_digest(recorded) != request_digest(other)
 
 
@@ -51,4 +60,9 @@ def test_volatile_lines_count_only_in_tool_outputs() -> None:
     said = {"input": [{"type": "message", "role": "user", "content": "Wall time: 1 seconds"}]}
     other = {"input": [{"type": "message", "role": "user", "content": "Wall time: 2 seconds"}]}
     assert request_digest(said) != request_digest(other)
+    moved = _codex_request("s1", "281ca7", "0.0000", 0)
+    moved["input"][0]["content"][0]["text"] = moved["input"][0]["content"][0]["text"].replace(
+        "<cwd>/w</cwd>", "<cwd>/elsewhere</cwd>"
+    )
+    assert request_digest(moved) != request_digest(_codex_request("s1", "281ca7", "0.0000", 0))
     assert comparable("plain text") == "plain text"

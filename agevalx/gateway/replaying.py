@@ -5,13 +5,17 @@ mode: no upstream is contacted. Each role's requests are matched, in order, with
 recorded exchanges by a digest of the request body (`request_digest`): the body parsed as
 JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
 and the secrets of the run do not count; the route's token travels in a header and never
-enters it. Nor does what an agent makes up afresh each run with no bearing on the model's
-answer (`comparable`): the prompt cache key (codex's random session id), the chunk id
-and wall time heading codex's command output, and the day codex tells the model. A match is
-answered with the recorded response (a recorded stream as a stream of the same server-sent
-events). The first request that does not match, or that comes after the role's last
-recorded one, is the divergence: the agent gets an error response carrying its code, and
-every later request of the attempt gets the same.
+enters it. A match is answered with the recorded response (a recorded stream as a stream of
+the same server-sent events). The first request that does not match, or that comes after the
+role's last recorded one, is the divergence: the agent gets an error response carrying its
+code, and every later request of the attempt gets the same.
+
+Some agents write values into their requests that no replay can reproduce: the process id of
+a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
+the chunk id and wall time heading a command's output and the day (codex). Such values
+(`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed request
+before they are compared, and fields that are a per-session cache hint (`VOLATILE_FIELDS`:
+codex sends its random session id as `prompt_cache_key`) are left out.
 """
 
 from __future__ import annotations
@@ -60,47 +64,32 @@ class ModelDivergence(BaseModel):
     with both values (shortened)."""
 
 
-VOLATILE_FIELDS = ("prompt_cache_key",)
+VOLATILE = (
+    (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
+    (re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE), r"\1: ..."),
+    (re.compile(r"<current_date>[^<]*</current_date>"), "<current_date>...</current_date>"),
+)
+"""Text in requests that differs from run to run whatever the model answered: (pattern,
+replacement). Codex heads each command's output with a random chunk id and the wall time, and
+tells the model the day in its `<environment_context>`."""
+
+VOLATILE_FIELDS = frozenset({"prompt_cache_key"})
 """Request fields that are a cache hint an agent fills per session, never content: codex
-(and other responses-API clients) send their random session id there."""
-
-VOLATILE_LINES = re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE)
-"""Lines of a tool's output that differ from run to run whatever the command did: codex's
-exec_command output starts with a random chunk id and the command's wall time."""
-
-VOLATILE_DATE = re.compile(r"<current_date>[^<]*</current_date>")
-"""The day, as codex tells it to the model in each request's `<environment_context>`."""
-
-TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output")
-"""Responses-API input items that carry a tool's output."""
+sends its random session id there."""
 
 
-def comparable(value: Any) -> Any:
-    """A request body as replay compares it: without its volatile fields, the volatile lines
-    of its tool outputs and the date of its messages blanked (`VOLATILE_FIELDS`,
-    `VOLATILE_LINES`, `VOLATILE_DATE`)."""
-    if not isinstance(value, dict):
+def steady(value: Any) -> Any:
+    """`value` (parsed JSON) with its `VOLATILE` text replaced and its `VOLATILE_FIELDS`
+    left out."""
+    if isinstance(value, str):
+        for pattern, replacement in VOLATILE:
+            value = pattern.sub(replacement, value)
         return value
-    body = {name: item for name, item in value.items() if name not in VOLATILE_FIELDS}
-    if isinstance(body.get("input"), list):
-        body["input"] = [_steady_item(item) for item in body["input"]]
-    return body
-
-
-def _steady_item(item: Any) -> Any:
-    if not isinstance(item, dict):
-        return item
-    if item.get("type") in TOOL_OUTPUTS and isinstance(item.get("output"), str):
-        return {**item, "output": VOLATILE_LINES.sub(r"\1: ...", item["output"])}
-    if item.get("type") == "message" and isinstance(item.get("content"), list):
-        return {**item, "content": [_undated(part) for part in item["content"]]}
-    return item
-
-
-def _undated(part: Any) -> Any:
-    if isinstance(part, dict) and isinstance(part.get("text"), str):
-        return {**part, "text": VOLATILE_DATE.sub("<current_date>...</current_date>", part["text"])}
-    return part
+    if isinstance(value, dict):
+        return {key: steady(item) for key, item in value.items() if key not in VOLATILE_FIELDS}
+    if isinstance(value, list):
+        return [steady(item) for item in value]
+    return value
 
 
 def normalised(value: Any) -> bytes:
@@ -109,8 +98,7 @@ def normalised(value: Any) -> bytes:
 
 
 def request_digest(value: Any) -> str:
-    """The digest replay matches a request body by (of its `comparable` form)."""
-    return xxhash.xxh3_128_hexdigest(normalised(comparable(value)))
+    return xxhash.xxh3_128_hexdigest(normalised(value))
 
 
 def _shown(value: Any) -> str:
@@ -157,8 +145,13 @@ class Exchange:
     streamed: bool
 
     @property
+    def compared(self) -> Any:
+        """The recorded request as replayed ones are compared with it."""
+        return steady(self.request)
+
+    @property
     def digest(self) -> str:
-        return request_digest(self.request)
+        return request_digest(self.compared)
 
     def stream_bytes(self) -> bytes:
         """The recorded stream as server-sent events (an event's `type` names it)."""
@@ -260,10 +253,7 @@ class TrafficReplay:
             elif path != expected.path:
                 difference = f"path {path}, recorded {expected.path}"
             elif digest != expected.digest:
-                difference = (
-                    first_difference(comparable(expected.request), comparable(live))
-                    or "the body's bytes"
-                )
+                difference = first_difference(expected.compared, live) or "the body's bytes"
             if difference is not None:
                 self.divergence = ModelDivergence(
                     code=DIVERGED,
@@ -281,12 +271,13 @@ class TrafficReplay:
             return expected
 
     def _masked(self, body: bytes) -> Any:
-        """The request as the recording holds it: parsed, with the run's secrets masked."""
+        """The request as it is compared with the recording's: parsed, with the run's secrets
+        masked as the recording masked them and its volatile text replaced."""
         text = self.redactor.text(body.decode("utf-8", "replace")) if body else ""
         try:
-            return json.loads(text) if text else None
+            return steady(json.loads(text) if text else None)
         except ValueError:
-            return text
+            return steady(text)
 
 
 @dataclass

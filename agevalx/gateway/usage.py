@@ -4,7 +4,10 @@ Usage is read from what the provider reports: OpenAI chat completions (`usage.pr
 `completion_tokens`, `prompt_tokens_details.cached_tokens`), OpenAI responses
 (`input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`, also inside a
 streamed `response.completed` event) and Anthropic messages (`input_tokens`, `output_tokens`,
-`cache_read_input_tokens`, from `message_start` and `message_delta` when streamed).
+`cache_read_input_tokens`, from `message_start` and `message_delta` when streamed) and
+Gemini (`usageMetadata`: `promptTokenCount`, `candidatesTokenCount` plus `thoughtsTokenCount`,
+`cachedContentTokenCount`, in every chunk of a stream, the last one holding the totals; the
+model is `modelVersion`, else the one the request's path names).
 The cost is the provider's own (`usage.cost`, as OpenRouter-style gateways report it) when
 present, else computed from the price table shipped beside the model pins
 (`agevalx/config/prices.yaml`); a model without a price has cost `"unknown"`, never 0.
@@ -13,6 +16,7 @@ present, else computed from the price table shipped beside the model pins
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -68,12 +72,42 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+GEMINI_MODEL_PATH = re.compile(r"/models/([^/:]+):[A-Za-z]+$")
+"""A Gemini model action's path, which names the model: `/v1beta/models/<model>:<action>`."""
+
+
+def path_model(path: str) -> str | None:
+    """The model a Gemini request's path names, if it is one."""
+    found = GEMINI_MODEL_PATH.search(path)
+    return found[1] if found else None
+
+
+def _gemini_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    """`usageMetadata` in the OpenAI names the reader sums (thoughts are output tokens)."""
+    fields: dict[str, Any] = {}
+    prompt = _int(metadata.get("promptTokenCount"))
+    if prompt is not None:
+        fields["prompt_tokens"] = prompt
+    candidates = _int(metadata.get("candidatesTokenCount"))
+    thoughts = _int(metadata.get("thoughtsTokenCount"))
+    if candidates is not None or thoughts is not None:
+        fields["completion_tokens"] = (candidates or 0) + (thoughts or 0)
+    cached = _int(metadata.get("cachedContentTokenCount"))
+    if cached is not None:
+        fields["cache_read_input_tokens"] = cached
+    if "cost" in metadata:
+        fields["cost"] = metadata["cost"]
+    return fields
+
+
 def _usage_fields(event: Any) -> dict[str, Any] | None:
     if not isinstance(event, dict):
         return None
     for holder in (event, event.get("response"), event.get("message")):
         if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
             return dict(holder["usage"])
+    if isinstance(event.get("usageMetadata"), dict):
+        return _gemini_fields(event["usageMetadata"])
     return None
 
 
@@ -83,6 +117,8 @@ def _model_of(event: Any) -> str | None:
     for holder in (event, event.get("response"), event.get("message")):
         if isinstance(holder, dict) and isinstance(holder.get("model"), str):
             return str(holder["model"])
+    if isinstance(event.get("modelVersion"), str):
+        return str(event["modelVersion"])
     return None
 
 
@@ -97,6 +133,10 @@ class UsageReader:
         self._received: list[bytes] = []
 
     def feed_json(self, value: Any) -> None:
+        if isinstance(value, list):  # Gemini's stream without `alt=sse`: its chunks
+            for item in value:
+                self.feed_json(item)
+            return
         fields = _usage_fields(value)
         if fields:
             self._fields.update({key: item for key, item in fields.items() if item is not None})
@@ -122,7 +162,9 @@ class UsageReader:
         deltas in between are relayed without being parsed."""
         if not payload or payload == b"[DONE]":
             return False
-        return b'"usage"' in payload or (self._model is None and b'"model"' in payload)
+        if b'"usage"' in payload or b'"usageMetadata"' in payload:
+            return True
+        return self._model is None and (b'"model"' in payload or b'"modelVersion"' in payload)
 
     @property
     def stream_bytes(self) -> bytes:

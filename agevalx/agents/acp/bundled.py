@@ -100,6 +100,7 @@ async def bundled_launch(
             "key": located.key,
             "mode": located.mode,
             "seconds": round(time.monotonic() - started, 3),
+            "ready_at": round(time.time(), 3),
         }
     )
     return launch

@@ -12,9 +12,11 @@ code, and every later request of the attempt gets the same.
 
 Some agents write values into their requests that no replay can reproduce: the process id of
 a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
-the date (opencode, OpenClaw), the time, session ids and the hostname (OpenClaw).
-Such values (`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed
-request before they are compared.
+the chunk id and wall time heading a command's output and the day (codex), the date
+(opencode, OpenClaw), the time, session ids and the hostname (OpenClaw). Such values
+(`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed request
+before they are compared, and fields that are a per-session cache hint (`VOLATILE_FIELDS`:
+codex sends its random session id as `prompt_cache_key`) are left out.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class ModelDivergence(BaseModel):
 
 VOLATILE = (
     (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
+    (re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE), r"\1: ..."),
+    (re.compile(r"<current_date>[^<]*</current_date>"), "<current_date>...</current_date>"),
     # opencode's system prompt: "Today's date: Thu Dec 03 2026".
     (re.compile(r"(Today's date: )[A-Z][a-z]{2} [A-Z][a-z]{2} [0-9]{2} [0-9]{4}"), r"\1<date>"),
     # OpenClaw: "Current date: 2026-12-03" in its system prompt; its prompts start with the
@@ -76,17 +80,23 @@ VOLATILE = (
     (re.compile(r"(\| host=)[^ |]+"), r"\1<host>"),
 )
 """Text in requests that differs from run to run whatever the model answered: (pattern,
-replacement)."""
+replacement). Codex heads each command's output with a random chunk id and the wall time, and
+tells the model the day in its `<environment_context>`."""
+
+VOLATILE_FIELDS = frozenset({"prompt_cache_key"})
+"""Request fields that are a cache hint an agent fills per session, never content: codex
+sends its random session id there."""
 
 
 def steady(value: Any) -> Any:
-    """`value` (parsed JSON) with its `VOLATILE` text replaced."""
+    """`value` (parsed JSON) with its `VOLATILE` text replaced and its `VOLATILE_FIELDS`
+    left out."""
     if isinstance(value, str):
         for pattern, replacement in VOLATILE:
             value = pattern.sub(replacement, value)
         return value
     if isinstance(value, dict):
-        return {key: steady(item) for key, item in value.items()}
+        return {key: steady(item) for key, item in value.items() if key not in VOLATILE_FIELDS}
     if isinstance(value, list):
         return [steady(item) for item in value]
     return value

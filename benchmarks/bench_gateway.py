@@ -1,7 +1,10 @@
 """Gateway benchmark: the overhead the model gateway adds per request, p50 and p99, against a
 direct connection to the mock model server on loopback. Goal: under 2 ms at p50.
 
-    .venv/bin/python benchmarks/bench_gateway.py [--requests 1000] [--stream]
+    .venv/bin/python benchmarks/bench_gateway.py [--requests 1000] [--stream] [--api API]
+
+API is the model API the requests speak (each agent of the catalog speaks one: `ageval
+agents`): `openai-chat` (default), `openai-responses`, `anthropic-messages`, `gemini`.
 
 Equal conditions for both paths: the client, the gateway and the mock each run in a process
 of their own, as the agent (in its container), ageval and the provider do. The mock streams
@@ -43,15 +46,36 @@ mock.stop()
 """
 
 
+def api_request(api: str, stream: bool, token: str) -> tuple[str, dict[str, str], bytes]:
+    """The path, headers and body of one model request in `api`, credentials `token`."""
+    json_type = {"Content-Type": "application/json"}
+    bearer = {**json_type, "Authorization": f"Bearer {token}"}
+    user = [{"role": "user", "content": "hi"}]
+    if api == "openai-chat":
+        body: dict[str, object] = {"model": "mock-model", "stream": stream, "messages": user}
+        return "/v1/chat/completions", bearer, json.dumps(body).encode()
+    if api == "openai-responses":
+        body = {"model": "mock-model", "stream": stream, "input": "hi"}
+        return "/v1/responses", bearer, json.dumps(body).encode()
+    if api == "anthropic-messages":
+        body = {"model": "mock-model", "stream": stream, "max_tokens": 64, "messages": user}
+        headers = {**json_type, "x-api-key": token, "anthropic-version": "2023-06-01"}
+        return "/v1/messages", headers, json.dumps(body).encode()
+    if api == "gemini":
+        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+        body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        headers = {**json_type, "x-goog-api-key": token}
+        return f"/v1beta/models/mock-model:{method}", headers, json.dumps(body).encode()
+    raise SystemExit(f"unknown --api {api!r}")
+
+
 class Path_:
     """One kept-alive client connection to `url` with the credentials `token`."""
 
-    def __init__(self, url: str, token: str, body: bytes) -> None:
+    def __init__(self, url: str, token: str, api: str, stream: bool) -> None:
         parts = urlsplit(url)
         self.host, self.port = parts.hostname or "", parts.port
-        self.path = parts.path + "/chat/completions"
-        self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
-        self.body = body
+        self.path, self.headers, self.body = api_request(api, stream, token)
         self.connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
         self.samples: list[float] = []
         self.reconnects = 0
@@ -97,16 +121,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--stream", action="store_true", help="streamed completions")
+    parser.add_argument("--api", default="openai-chat", help="the model API spoken")
     args = parser.parse_args()
-    body = json.dumps({"model": "mock-model", "stream": args.stream, "messages": []}).encode()
     replies = 2 * args.requests + 200
     servers: list[subprocess.Popen[str]] = []
     try:
         (port,) = _serve(servers, SERVE_MOCK, str(replies))
         url = f"http://127.0.0.1:{port}/v1"
         via, token = _serve(servers, SERVE_GATEWAY, url)
-        direct = Path_(url, "sk-bench", body)
-        gated = Path_(via, token, body)
+        direct = Path_(url, "sk-bench", args.api, args.stream)
+        gated = Path_(via, token, args.api, args.stream)
         for _ in range(50):  # warm up both paths
             direct.once(keep=False)
             gated.once(keep=False)
@@ -120,7 +144,8 @@ def main() -> None:
             if server.stdin is not None:
                 server.stdin.close()
             server.wait(10)
-    print(f"{args.requests} requests each ({'streamed' if args.stream else 'plain'}), alternated:")
+    kind = "streamed" if args.stream else "plain"
+    print(f"{args.requests} {args.api} requests each ({kind}), alternated:")
     for name, path in (("direct", direct), ("gateway", gated)):
         p50, p99 = _percentile(path.samples, 0.5), _percentile(path.samples, 0.99)
         print(

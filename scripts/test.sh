@@ -10,6 +10,11 @@ bash scripts/setup-docker.sh
 harbor_log=$(mktemp)
 .venv/bin/python -m agevalx.testing.harbor >"$harbor_log" 2>&1 &
 harbor_install=$!
+# The agents' bundles (npm and PyPI downloads, minutes) build in the background too, into the
+# bundles folder the agent tests share; a test whose bundle is still building waits on its lock.
+bundles_log=$(mktemp)
+.venv/bin/ageval agents build --all >"$bundles_log" 2>&1 &
+bundles_build=$!
 echo "== ruff"
 .venv/bin/ruff check agevalx tests benchmarks
 .venv/bin/ruff format --check agevalx tests benchmarks
@@ -28,6 +33,8 @@ serial=0
 .venv/bin/pytest -q -m "not unit and serial" --durations=10 || serial=$?
 wait "$harbor_install" || true
 echo "== the background install of harbor said: $(cat "$harbor_log")"
+wait "$bundles_build" || true
+echo "== the background build of the agents' bundles said: $(cat "$bundles_log")"
 if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ]; then
   echo "integration tests failed (parallel phase: exit $parallel, serial phase: exit $serial)" >&2
   exit 1

@@ -347,14 +347,16 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _npm(npm: str | None) -> str:
+def _npm(npm: str | None, name: str) -> str:
     program = npm or os.environ.get(NPM_ENV) or shutil.which("npm")
     if not program:
         raise BundleError(
             "bundle_npm_missing",
-            "building an agent bundle needs npm on this machine (the agent runs on the "
-            "bundled Node in the container; npm only downloads it)",
-            hint="install it (apt-get install -y npm) or point AGEVAL_NPM at an npm binary",
+            f"building the {name} agent bundle needs npm on this machine (the agent runs on "
+            "the bundled Node in the container; npm only downloads it)",
+            hint=f"install it (apt-get install -y npm) or point AGEVAL_NPM at an npm binary; "
+            f"or build it where npm is (ageval agents build {name}; ageval agents export "
+            f"{name} -o bundles.tar) and bring it here (ageval agents import bundles.tar)",
         )
     return program
 
@@ -379,7 +381,7 @@ def _build(
     try:
         work.mkdir()
         if spec.kind == "node":
-            _build_node(spec, work, platform, _npm(npm))
+            _build_node(spec, work, platform, _npm(npm, spec.name))
         else:
             _builder(spec.kind)(spec, work, platform)
         _write_files(spec, work)
@@ -473,8 +475,9 @@ def _finish(spec: BundleSpec, work: Path, node_package: str) -> None:
     if not node.is_file():
         raise BundleError("bundle_build_failed", f"npm did not install {node_package}/bin/node")
     (work / "node").symlink_to(node.relative_to(work))
+    written = dict(spec.files)  # written after the install
     for relative in [spec.entry, *(script for _, script in spec.wrappers)]:
-        if not (work / relative).is_file():
+        if relative not in written and not (work / relative).is_file():
             raise BundleError("bundle_build_failed", f"the bundle lacks {relative}")
     bin_dir = work / "bin"
     bin_dir.mkdir()

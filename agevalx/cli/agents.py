@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -17,6 +17,10 @@ app = typer.Typer(
 )
 
 NamesArgument = Annotated[list[str], typer.Argument(help="Agent names (see `ageval agents`).")]
+OptionalNames = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs Optional here
+    typer.Argument(help="Agent names (see `ageval agents`).", show_default=False),
+]
 
 
 def _size(count: int | None) -> str:
@@ -64,9 +68,24 @@ def list_command(as_json: JsonOption = False) -> None:
 
 
 @app.command(name="build", no_args_is_help=True)
-def build_command(names: NamesArgument, as_json: JsonOption = False) -> None:
+def build_command(
+    names: OptionalNames = None,
+    every: Annotated[bool, typer.Option("--all", help="Every agent of the catalog.")] = False,
+    as_json: JsonOption = False,
+) -> None:
     """Build the named agents' bundles now (npm or PyPI needed), not at the first attempt."""
+    from agevalx.agents import catalog
+    from agevalx.errors import UsageError
     from agevalx.operations.agents import build_agents
+
+    if every == bool(names):
+        raise UsageError(
+            "build_names_required",
+            "name the agents to build, or pass --all (not both)",
+            field="NAME",
+            hint="ageval agents build claude-code codex, or ageval agents build --all",
+        )
+    names = sorted(catalog.agents()) if every else list(names or [])
 
     def started(name: str) -> None:
         if not as_json:

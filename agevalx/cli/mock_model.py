@@ -42,8 +42,9 @@ def mock_model(
     host: HostOption = "127.0.0.1",
     cost: CostOption = None,
 ) -> None:
-    """Serve a scripted OpenAI-compatible model (chat completions, streamed or not) until
-    interrupted: a model for trying ageval out and for tests, no API key needed."""
+    """Serve a scripted model until interrupted, on every API the agents speak (OpenAI chat
+    completions and responses, Anthropic messages, Gemini generateContent), each at its usual
+    path, streamed or not: a model for trying ageval and each agent out, no API key needed."""
     from agevalx.agents.mockllm import MockLLM, MockLLMError
 
     try:
@@ -53,7 +54,13 @@ def mock_model(
     except OSError as exc:
         message = f"cannot listen on {host}:{port}: {exc}"
         raise UsageError("mock_port_unavailable", message) from None
-    stdout.print(f"mock model on {server.url} (Ctrl-C stops it)", markup=False)
+    origin = server.url.removesuffix("/v1")
+    apis = ", ".join(sorted({route.name for route in server.routes if route.scripted}))
+    stdout.print(
+        f"mock model on {origin} ({apis}); base URLs: {server.url} for OpenAI's APIs, "
+        f"{origin} for Anthropic's and Gemini's (Ctrl-C stops it)",
+        markup=False,
+    )
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

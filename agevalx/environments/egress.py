@@ -60,9 +60,12 @@ class EgressFence:
 
     @property
     def environment(self) -> tuple[tuple[str, str], ...]:
-        """The attempt container's proxy variables (the gateway is reached directly)."""
+        """The attempt container's proxy variables (the gateway is reached directly, and so
+        is the container's own loopback: opencode's ACP server talks to its own HTTP server
+        on 127.0.0.1, openclaw's to its gateway)."""
         proxy = f"http://{PROXY_NAME}:{PROXY_PORT}"
-        values = {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "NO_PROXY": HOST_ALIAS}
+        direct = ",".join((HOST_ALIAS, *sorted(LOCAL_HOSTS)))
+        values = {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "NO_PROXY": direct}
         return tuple((name, value) for key, value in values.items() for name in (key, key.lower()))
 
     def behind(self, spec: ContainerSpec) -> ContainerSpec:

@@ -4,17 +4,26 @@
 mode: no upstream is contacted. Each role's requests are matched, in order, with the role's
 recorded exchanges by a digest of the request body (`request_digest`): the body parsed as
 JSON, masked as the recording masked it, and written canonically (sorted keys), so key order
-and the secrets of the run do not count, nor does a session id the model never sees
-(Anthropic's `metadata.user_id`); the route's token travels in a header and never
+and the secrets of the run do not count; the route's token travels in a header and never
 enters it. A match is answered with the recorded response (a recorded stream as a stream of
 the same server-sent events). The first request that does not match, or that comes after the
 role's last recorded one, is the divergence: the agent gets an error response carrying its
 code, and every later request of the attempt gets the same.
+
+Some agents write values into their requests that no replay can reproduce: the process id of
+a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
+the chunk id and wall time heading a command's output and the day (codex), the date
+(opencode, OpenClaw), the time, session ids and the hostname (OpenClaw), the user and session
+id Claude Code sends as Anthropic's `metadata.user_id`. Such values
+(`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed request
+before they are compared, and fields that are a per-session cache hint (`VOLATILE_FIELDS`:
+codex sends its random session id as `prompt_cache_key`) are left out.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,24 +66,53 @@ class ModelDivergence(BaseModel):
     with both values (shortened)."""
 
 
+VOLATILE = (
+    (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
+    (re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE), r"\1: ..."),
+    (re.compile(r"<current_date>[^<]*</current_date>"), "<current_date>...</current_date>"),
+    # opencode's system prompt: "Today's date: Thu Dec 03 2026".
+    (re.compile(r"(Today's date: )[A-Z][a-z]{2} [A-Z][a-z]{2} [0-9]{2} [0-9]{4}"), r"\1<date>"),
+    # OpenClaw: "Current date: 2026-12-03" in its system prompt; its prompts start with the
+    # time to the minute, "[Thu 2026-12-03 06:24 UTC]", and end in a runtime line naming the
+    # session ("acp-bridge:<uuid>", "sessionId=<uuid>") and the container ("host=<name>").
+    (re.compile(r"(Current date: )[0-9]{4}-[0-9]{2}-[0-9]{2}"), r"\1<date>"),
+    (re.compile(r"^\[[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} [^\]]+\]"), "[<time>]"),
+    (re.compile(r"(acp-bridge:|sessionId=)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"), r"\1<id>"),
+    (re.compile(r"(\| host=)[^ |]+"), r"\1<host>"),
+    # Claude Code: `metadata.user_id` is "user_<hash of a random id in ~/.claude.json>
+    # _account_<uuid or empty>_session_<random uuid>", never shown to the model.
+    (re.compile(r"^user_[0-9a-f]+_account_[0-9a-f-]*_session_[0-9a-f-]+$"), "user_<session>"),
+)
+"""Text in requests that differs from run to run whatever the model answered: (pattern,
+replacement). Codex heads each command's output with a random chunk id and the wall time, and
+tells the model the day in its `<environment_context>`."""
+
+VOLATILE_FIELDS = frozenset({"prompt_cache_key"})
+"""Request fields that are a cache hint an agent fills per session, never content: codex
+sends its random session id there."""
+
+
+def steady(value: Any) -> Any:
+    """`value` (parsed JSON) with its `VOLATILE` text replaced and its `VOLATILE_FIELDS`
+    left out."""
+    if isinstance(value, str):
+        for pattern, replacement in VOLATILE:
+            value = pattern.sub(replacement, value)
+        return value
+    if isinstance(value, dict):
+        return {key: steady(item) for key, item in value.items() if key not in VOLATILE_FIELDS}
+    if isinstance(value, list):
+        return [steady(item) for item in value]
+    return value
+
+
 def normalised(value: Any) -> bytes:
     """The canonical text a request digest is taken of."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def comparable(request: Any) -> Any:
-    """A request body without what names the session rather than asks the model: Anthropic's
-    `metadata.user_id` (Claude Code puts a random session id in it), which the model never
-    sees and a re-run never repeats."""
-    if not isinstance(request, dict) or not isinstance(request.get("metadata"), dict):
-        return request
-    metadata = {k: v for k, v in request["metadata"].items() if k != "user_id"}
-    return {**request, "metadata": metadata}
-
-
 def request_digest(value: Any) -> str:
-    """The digest a replayed request is matched by (of its `comparable` part)."""
-    return xxhash.xxh3_128_hexdigest(normalised(comparable(value)))
+    return xxhash.xxh3_128_hexdigest(normalised(value))
 
 
 def _shown(value: Any) -> str:
@@ -121,8 +159,13 @@ class Exchange:
     streamed: bool
 
     @property
+    def compared(self) -> Any:
+        """The recorded request as replayed ones are compared with it."""
+        return steady(self.request)
+
+    @property
     def digest(self) -> str:
-        return request_digest(self.request)
+        return request_digest(self.compared)
 
     def stream_bytes(self) -> bytes:
         """The recorded stream as server-sent events (an event's `type` names it)."""
@@ -224,10 +267,7 @@ class TrafficReplay:
             elif path != expected.path:
                 difference = f"path {path}, recorded {expected.path}"
             elif digest != expected.digest:
-                difference = (
-                    first_difference(comparable(expected.request), comparable(live))
-                    or "the body's bytes"
-                )
+                difference = first_difference(expected.compared, live) or "the body's bytes"
             if difference is not None:
                 self.divergence = ModelDivergence(
                     code=DIVERGED,
@@ -245,12 +285,13 @@ class TrafficReplay:
             return expected
 
     def _masked(self, body: bytes) -> Any:
-        """The request as the recording holds it: parsed, with the run's secrets masked."""
+        """The request as it is compared with the recording's: parsed, with the run's secrets
+        masked as the recording masked them and its volatile text replaced."""
         text = self.redactor.text(body.decode("utf-8", "replace")) if body else ""
         try:
-            return json.loads(text) if text else None
+            return steady(json.loads(text) if text else None)
         except ValueError:
-            return text
+            return steady(text)
 
 
 @dataclass

@@ -8,9 +8,14 @@ finds the route by the token (`Authorization: Bearer` or Anthropic's `x-api-key`
 real key in its place and forwards the request to `<base_url origin><request path>`. The real
 key stays in this process: it never enters the attempt container.
 
-The gateway relays any path, so OpenAI chat completions, OpenAI responses and Anthropic
-messages all pass, streamed (server-sent events, relayed chunk by chunk) or not. The usage
-of each response is read on the way (`usage`).
+Gemini's clients send their key in `x-goog-api-key`, or as a `key=` query parameter: the
+gateway finds the route by either and relays the real key in the same place (a query's key
+is replaced in the relayed URL only; what is recorded is the path, which has no query).
+
+The gateway relays any path, so OpenAI chat completions, OpenAI responses, Anthropic
+messages and Gemini's generateContent all pass, streamed (server-sent events, relayed chunk
+by chunk; Gemini's JSON-array stream as one body) or not. The usage of each response is read
+on the way (`usage`).
 
 Stalls: a connect error, a timeout, a 5xx or a 429 before the response starts holds the
 agent's request and retries the upstream every `RETRY_INTERVAL_SECONDS` (or after a longer
@@ -31,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
@@ -38,7 +44,7 @@ from aiohttp import web
 from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.replaying import ModelDivergence, RoleReplay
 from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
-from agevalx.gateway.usage import UsageReader, is_token_count
+from agevalx.gateway.usage import UsageReader, is_token_count, path_model
 
 RETRY_INTERVAL_SECONDS = 60.0
 """Seconds between two tries of a failing upstream (fixed by the spec; tests patch it)."""
@@ -60,8 +66,11 @@ HOP_BY_HOP = frozenset(
         "accept-encoding",
         "authorization",
         "x-api-key",
+        "x-goog-api-key",
     }
 )
+KEY_QUERY = "key"
+"""The query parameter Gemini's clients may carry their key in."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
 SHUTDOWN_SECONDS = 2.0
 """How long a stopping gateway lets requests still in flight finish."""
@@ -199,11 +208,17 @@ class Gateway:
     # --- relaying --------------------------------------------------------------------------
 
     def _route_of(self, request: web.Request) -> tuple[Route | None, str]:
+        """The route named by the request's token, and where the token was: `bearer`
+        (`Authorization`), `x-api-key` (Anthropic), `x-goog-api-key` or `query` (Gemini)."""
         authorization = request.headers.get("Authorization", "")
         if authorization.lower().startswith("bearer "):
             token, style = authorization[7:].strip(), "bearer"
+        elif "x-goog-api-key" in request.headers:
+            token, style = request.headers["x-goog-api-key"].strip(), "x-goog-api-key"
+        elif "x-api-key" in request.headers:
+            token, style = request.headers["x-api-key"].strip(), "x-api-key"
         else:
-            token, style = request.headers.get("x-api-key", "").strip(), "x-api-key"
+            token, style = request.query.get(KEY_QUERY, "").strip(), "query"
         with self._lock:
             return self._routes.get(token), style
 
@@ -218,12 +233,13 @@ class Gateway:
             return await self._replayed(request, route, route.replay, body)
         upstream = route.upstream
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
-        if upstream.api_key:
-            if style == "bearer":
-                headers["Authorization"] = f"Bearer {upstream.api_key}"
-            else:
-                headers["x-api-key"] = upstream.api_key
-        url = upstream.origin + request.path_qs
+        if upstream.api_key and style == "bearer":
+            headers["Authorization"] = f"Bearer {upstream.api_key}"
+        elif upstream.api_key and style != "query":
+            headers[style] = upstream.api_key
+        url = upstream.origin + _relayed_path(
+            request, upstream.api_key if style == "query" else None
+        )
         began = time.monotonic()
         held = False
         try:
@@ -268,7 +284,7 @@ class Gateway:
             with contextlib.suppress(ValueError):
                 reader.feed_json(json.loads(data))
         if request.method == "POST":
-            _count(route, reader, request.path, body)
+            _count(route, reader, body, request.path)
         if route.recorder is not None:
             route.recorder.record(request.method, request.path, body, found.status, data)
         if found.streamed:
@@ -314,7 +330,8 @@ class Gateway:
                 request.method, url, data=body, headers=headers, timeout=timeout
             )
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise _Retry(f"{type(exc).__name__}: {exc}".rstrip(": ")) from None
+            reason = _masked(f"{type(exc).__name__}: {exc}".rstrip(": "), upstream.api_key)
+            raise _Retry(reason) from None
         async with response:
             if response.status == 429 or response.status >= 500:
                 await response.read()
@@ -331,7 +348,7 @@ class Gateway:
                 with contextlib.suppress(ValueError):
                     reader.feed_json(json.loads(data))
                 if request.method == "POST":
-                    _count(route, reader, request.path, body)
+                    _count(route, reader, body, request.path)
                 if route.recorder is not None:
                     route.recorder.record(request.method, request.path, body, response.status, data)
                 return web.Response(status=response.status, body=data, headers=out_headers)
@@ -342,10 +359,11 @@ class Gateway:
                     reader.feed_stream(piece)
                     await relay.write(piece)
             except (aiohttp.ClientError, TimeoutError) as exc:
-                _count(route, reader, request.path, body)
-                route.stats.failure_message = f"the upstream stream broke: {exc!r}"
+                _count(route, reader, body, request.path)
+                failure = f"the upstream stream broke: {exc!r}"
+                route.stats.failure_message = _masked(failure, upstream.api_key)
                 raise ConnectionResetError("upstream stream broke") from None
-            _count(route, reader, request.path, body)
+            _count(route, reader, body, request.path)
             if route.recorder is not None:
                 route.recorder.record(
                     request.method, request.path, body, response.status, reader.stream_bytes
@@ -355,15 +373,34 @@ class Gateway:
             return relay
 
 
-def _count(route: Route, reader: UsageReader, path: str, body: bytes) -> None:
-    """Add a response's usage to its route; the request body (an agent's whole conversation,
-    often) is parsed for its model only when the response named none. A token count is a
-    request with no tokens or cost of its own (its answer has no usage)."""
+def _relayed_path(request: web.Request, real_key: str | None) -> str:
+    """The request's path and query as relayed: a `key=` query (the route's token) becomes
+    the real key, or goes when there is none."""
+    if KEY_QUERY not in request.query:
+        return request.path_qs
+    query = [(name, value) for name, value in request.query.items() if name != KEY_QUERY]
+    if real_key:
+        query.append((KEY_QUERY, real_key))
+    return request.path + ("?" + urlencode(query) if query else "")
+
+
+def _masked(text: str, key: str | None) -> str:
+    """`text` without `key` (a relayed URL's query can carry it into an error's text)."""
+    return text.replace(key, "***") if key else text
+
+
+def _count(route: Route, reader: UsageReader, body: bytes, path: str) -> None:
+    """Add a response's usage to its route; the model is the response's, else the one the
+    request names (in its path for Gemini; its body, an agent's whole conversation often, is
+    parsed only then). A token count is a request with no tokens or cost of its own (its
+    answer has no usage)."""
     if is_token_count(path):
         route.stats.requests += 1
         return
     usage = reader.usage()
-    model = None if usage is None or usage.model else _requested_model(body)
+    model = None
+    if usage is None or not usage.model:
+        model = path_model(path) or _requested_model(body)
     route.stats.add(usage, model)
 
 

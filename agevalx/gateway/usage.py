@@ -6,7 +6,10 @@ Usage is read from what the provider reports: OpenAI chat completions (`usage.pr
 streamed `response.completed` event) and Anthropic messages (`input_tokens`, `output_tokens`,
 `cache_read_input_tokens`, from `message_start` and `message_delta` when streamed; Anthropic's
 `input_tokens` leave out the cached part, so its prompt is `input_tokens` plus
-`cache_read_input_tokens` and `cache_creation_input_tokens`). Token counting endpoints
+`cache_read_input_tokens` and `cache_creation_input_tokens`) and
+Gemini (`usageMetadata`: `promptTokenCount`, `candidatesTokenCount` plus `thoughtsTokenCount`,
+`cachedContentTokenCount`, in every chunk of a stream, the last one holding the totals; the
+model is `modelVersion`, else the one the request's path names). Token counting endpoints
 (`count_tokens`, `countTokens`) answer with no usage: they count as requests with no tokens
 and no cost (not as a cost unknown).
 The cost is the provider's own (`usage.cost`, as OpenRouter-style gateways report it) when
@@ -17,6 +20,7 @@ present, else computed from the price table shipped beside the model pins
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -72,12 +76,42 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+GEMINI_MODEL_PATH = re.compile(r"/models/([^/:]+):[A-Za-z]+$")
+"""A Gemini model action's path, which names the model: `/v1beta/models/<model>:<action>`."""
+
+
+def path_model(path: str) -> str | None:
+    """The model a Gemini request's path names, if it is one."""
+    found = GEMINI_MODEL_PATH.search(path)
+    return found[1] if found else None
+
+
+def _gemini_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    """`usageMetadata` in the OpenAI names the reader sums (thoughts are output tokens)."""
+    fields: dict[str, Any] = {}
+    prompt = _int(metadata.get("promptTokenCount"))
+    if prompt is not None:
+        fields["prompt_tokens"] = prompt
+    candidates = _int(metadata.get("candidatesTokenCount"))
+    thoughts = _int(metadata.get("thoughtsTokenCount"))
+    if candidates is not None or thoughts is not None:
+        fields["completion_tokens"] = (candidates or 0) + (thoughts or 0)
+    cached = _int(metadata.get("cachedContentTokenCount"))
+    if cached is not None:
+        fields["cache_read_input_tokens"] = cached
+    if "cost" in metadata:
+        fields["cost"] = metadata["cost"]
+    return fields
+
+
 def _usage_fields(event: Any) -> dict[str, Any] | None:
     if not isinstance(event, dict):
         return None
     for holder in (event, event.get("response"), event.get("message")):
         if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
             return dict(holder["usage"])
+    if isinstance(event.get("usageMetadata"), dict):
+        return _gemini_fields(event["usageMetadata"])
     return None
 
 
@@ -87,6 +121,8 @@ def _model_of(event: Any) -> str | None:
     for holder in (event, event.get("response"), event.get("message")):
         if isinstance(holder, dict) and isinstance(holder.get("model"), str):
             return str(holder["model"])
+    if isinstance(event.get("modelVersion"), str):
+        return str(event["modelVersion"])
     return None
 
 
@@ -101,6 +137,10 @@ class UsageReader:
         self._received: list[bytes] = []
 
     def feed_json(self, value: Any) -> None:
+        if isinstance(value, list):  # Gemini's stream without `alt=sse`: its chunks
+            for item in value:
+                self.feed_json(item)
+            return
         fields = _usage_fields(value)
         if fields:
             self._fields.update({key: item for key, item in fields.items() if item is not None})
@@ -126,7 +166,9 @@ class UsageReader:
         deltas in between are relayed without being parsed."""
         if not payload or payload == b"[DONE]":
             return False
-        return b'"usage"' in payload or (self._model is None and b'"model"' in payload)
+        if b'"usage"' in payload or b'"usageMetadata"' in payload:
+            return True
+        return self._model is None and (b'"model"' in payload or b'"modelVersion"' in payload)
 
     @property
     def stream_bytes(self) -> bytes:
@@ -141,11 +183,12 @@ class UsageReader:
         completion = _int(fields.get("completion_tokens", fields.get("output_tokens"))) or 0
         details = fields.get("prompt_tokens_details") or fields.get("input_tokens_details") or {}
         cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-        if cached is None and "prompt_tokens" not in fields:
-            # Anthropic: `input_tokens` are only the tokens after the last cache breakpoint;
-            # the prompt is those plus the ones read from and written to the cache.
+        if cached is None:
             cached = _int(fields.get("cache_read_input_tokens"))
-            prompt += (cached or 0) + (_int(fields.get("cache_creation_input_tokens")) or 0)
+            if "prompt_tokens" not in fields:
+                # Anthropic: `input_tokens` are only the tokens after the last cache
+                # breakpoint; the prompt is those plus those read from and written to the cache.
+                prompt += (cached or 0) + (_int(fields.get("cache_creation_input_tokens")) or 0)
         cost = fields.get("cost")
         reported = float(cost) if isinstance(cost, int | float) and cost >= 0 else None
         return Usage(prompt, completion, cached or 0, reported, self._model)

@@ -211,6 +211,21 @@ def split_model(agent: AgentDef, model: str) -> tuple[Provider, str]:
     return named, rest
 
 
+def agent_key_value(name: str | None) -> Any:
+    """`--agent` as the lock's key reads it. A catalog agent's profile takes its endpoint from
+    the environment when the lock is made, so its key holds those variables too: the same
+    command with another `$OPENAI_BASE_URL` is another lock, never the cached one."""
+    agent = catalog.agent(name) if name else None
+    if agent is None:
+        return name
+    variables = sorted(
+        provider.base_url_variable
+        for provider in map(provider_named, agent.providers)
+        if provider is not None
+    )
+    return [name, {variable: os.environ.get(variable) for variable in variables}]
+
+
 def catalog_profile(agent: AgentDef, provider: Provider) -> AgentProfile:
     """The profile `--agent NAME` binds: the provider's endpoint (`$<PROVIDER>_BASE_URL` when
     set, read now) and its key as a reference (`${<PROVIDER>_API_KEY}`, read at run time)."""

@@ -137,10 +137,10 @@ def build_agents(
     """Build the named agents' bundles that this machine lacks, one after another."""
     done: list[Built] = []
     for agent in _known(names):
-        if on_start is not None:
-            on_start(agent.name)
         started = time.monotonic()
         present = bundles.find_bundle(agent.name) is not None
+        if on_start is not None and not present:
+            on_start(agent.name)
         bundle = bundles.ensure_bundle(agent.name)
         done.append(
             Built(

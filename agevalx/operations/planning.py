@@ -17,7 +17,7 @@ from agevalx.formats.base import Dataset
 from agevalx.graph.plan import GraphRequest, Plan, plan_graph
 from agevalx.limits import MAX_K as MAX_K
 from agevalx.limits import MAX_PLANNED_ATTEMPTS as MAX_PLANNED_ATTEMPTS
-from agevalx.lockfile.binding import BindingRequest
+from agevalx.lockfile.binding import BindingRequest, agent_key_value
 
 if TYPE_CHECKING:
     from agevalx.harbor.options import HarborOptions  # only Harbor datasets load it
@@ -46,7 +46,7 @@ class PlanRequest:
 def request_values(request: PlanRequest, dataset: Dataset) -> dict[str, Any]:
     """The request inputs rules may read (besides the planner's `attempt` and `tasks`)."""
     return {
-        "agent": request.binding.agent,
+        "agent": agent_key_value(request.binding.agent),
         "model": request.binding.model,
         "fork_model": request.binding.fork_model,
         "sample": request.sample,

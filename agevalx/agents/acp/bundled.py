@@ -61,6 +61,8 @@ class AgentLaunch:
     cleanups: list[Cleanup] = field(default_factory=list)
     key_variables: tuple[str, ...] = ()
     """Variables that receive the key (`AGEVAL_API_KEY`'s value), passed by name."""
+    terminate: bool = False
+    """Stop the agent with SIGTERM: it does not exit when its stdin closes."""
 
     async def cleanup(self) -> None:
         for step in reversed(self.cleanups):
@@ -92,6 +94,7 @@ async def bundled_launch(
         {**environment, **config.env},
         located.cleanups,
         config.key_variables,
+        terminate=not agent.exits_at_end_of_input,
     )
     recorder.transcript(
         {
@@ -100,6 +103,7 @@ async def bundled_launch(
             "key": located.key,
             "mode": located.mode,
             "seconds": round(time.monotonic() - started, 3),
+            "ready_at": round(time.time(), 3),
         }
     )
     return launch

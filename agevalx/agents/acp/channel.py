@@ -219,9 +219,14 @@ class AgentProcess:
             message = f"the agent exited with code {returncode} during {during}"
         return AgentError("agent_crashed", message, self.stderr_tail)
 
-    async def stop(self, *, kill: bool = False) -> None:
-        """End the agent: close stdin and give it `STOP_GRACE` seconds, or kill it at once."""
+    async def stop(self, *, kill: bool = False, terminate: bool = False) -> None:
+        """End the agent: close stdin (and with `terminate`, send its process group SIGTERM,
+        for agents that do not exit at the end of their input) and give it `STOP_GRACE`
+        seconds, or kill it at once."""
         await self.channel.close()
+        if terminate and not kill and self.channel.pid is not None:
+            with contextlib.suppress(Exception):
+                await self._sandbox.kill_group(self.channel.pid, "TERM")
         if not kill:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._process.wait(), STOP_GRACE)

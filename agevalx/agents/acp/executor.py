@@ -177,7 +177,7 @@ class _Invocation:
         finally:
             await self.client.terminals.close()
             await conn.close()
-            await self.agent.stop(kill=self.kill_agent)
+            await self.agent.stop(kill=self.kill_agent, terminate=launch.terminate)
 
     async def _handshake(self, conn: ClientSideConnection) -> str:
         capabilities = ClientCapabilities(

@@ -37,7 +37,7 @@ PID_MARKER = "ageval-pid "
 """Prefix of the first stdout line of every wrapped process."""
 
 _ANNOUNCE_PID = 'echo "ageval-pid $$"; '
-_KILL_GROUP = 'kill -s KILL -- "-$1" 2>/dev/null || kill -s KILL -- "$1" 2>/dev/null; true'
+_KILL_GROUP = 'kill -s "$2" -- "-$1" 2>/dev/null || kill -s "$2" -- "$1" 2>/dev/null; true'
 _HAS_BASH = "command -v bash >/dev/null 2>&1"
 
 COMMAND_TIMEOUT = 60.0
@@ -186,9 +186,10 @@ class Sandbox(ABC):
             raise
         return CommandResult(process.returncode or 0, stdout, stderr)
 
-    async def kill_group(self, pid: int) -> None:
-        """Kill the process group led by `pid` (a pid announced by the wrapper)."""
-        await self._run_now(["sh", "-c", _KILL_GROUP, "ageval-kill", str(pid)])
+    async def kill_group(self, pid: int, signal: str = "KILL") -> None:
+        """Signal (kill, by default) the process group led by `pid` (a pid announced by the
+        wrapper)."""
+        await self._run_now(["sh", "-c", _KILL_GROUP, "ageval-kill", str(pid), signal])
 
     async def shell(self) -> str:
         """`bash` when the sandbox has it, else `sh`."""

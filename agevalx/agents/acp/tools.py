@@ -2,7 +2,9 @@
 
 pi (through pi-acp), codex-acp and claude-agent-acp run commands themselves and report
 them as `execute` tool calls, with output in `_meta.terminal_output.data` (successive
-pieces) and the exit code in `_meta.terminal_exit.exit_code`. Each such call becomes one
+pieces) and the exit code in `_meta.terminal_exit.exit_code`; opencode and openclaw put the
+output in the content and the exit code in `rawOutput` (`metadata.exit`, `details.exitCode`).
+Each such call becomes one
 `agent_tool` action when it completes.
 
 pi-acp 0.0.34 reports exit code 1 for every failed command; the real code is only in the
@@ -93,6 +95,8 @@ class AgentToolTracker:
         exited = meta.get("terminal_exit")
         if isinstance(exited, dict) and isinstance(exited.get("exit_code"), int):
             call.reported_exit = exited["exit_code"]
+        elif (code := _raw_exit(update.raw_output)) is not None:
+            call.reported_exit = code
 
     def _is_command(self, call: _ToolCall, meta: dict[str, Any]) -> bool:
         return call.kind == "execute" or "terminal_output" in meta or "terminal_exit" in meta
@@ -113,6 +117,20 @@ class AgentToolTracker:
             output=tail(output, RECORDED_TEXT_LIMIT),
             detail=detail,
         )
+
+
+_RAW_EXITS = (("metadata", "exit"), ("details", "exitCode"))
+"""Where agents put the exit code in `rawOutput`: opencode, openclaw."""
+
+
+def _raw_exit(raw_output: Any) -> int | None:
+    """The exit code in `rawOutput` (`metadata.exit`, `details.exitCode`), if any."""
+    for outer, inner in _RAW_EXITS:
+        part = raw_output.get(outer) if isinstance(raw_output, dict) else None
+        code = part.get(inner) if isinstance(part, dict) else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
+    return None
 
 
 def _raw_cwd(raw_input: Any) -> str | None:

@@ -155,6 +155,9 @@ class AgentDef:
     """Per provider, the API the agent uses when it is not the provider's own."""
     package: str = ""
     """The package whose version is the agent's (default: the bundle's first)."""
+    exits_at_end_of_input: bool = True
+    """False for an agent that keeps running when its stdin closes: it is stopped with
+    SIGTERM at the end of an invocation instead of being waited for."""
 
     def api(self, provider: Provider) -> Api:
         return self.api_for.get(provider.name, provider.api)

@@ -27,6 +27,9 @@ answers by the role's policy. ageval's client offers terminals and file access, 
 adapter hides Claude Code's own Bash/Read/Write/Edit and gives the model its ACP tools
 (`mcp__acp__Bash`, `mcp__acp__Read`, `mcp__acp__Write`, `mcp__acp__Edit`): commands run in
 ACP terminals and files go through `fs/*`, so every action is ageval's to record.
+
+The adapter keeps running when its stdin closes (the Claude Code process it started keeps its
+event loop alive): it is stopped with SIGTERM at the end of an invocation.
 """
 
 from __future__ import annotations
@@ -106,4 +109,5 @@ AGENT = AgentDef(
     summary="Claude Code 2.1.44 (agent SDK 0.2.44) through claude-code-acp; commands in ACP "
     "terminals, files through fs/*",
     records="ACP terminals (command, output, exit code), fs reads and writes, permissions",
+    exits_at_end_of_input=False,
 )

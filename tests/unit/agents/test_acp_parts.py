@@ -143,6 +143,23 @@ def test_execute_calls_without_meta_use_their_content_text() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"output": "no /x\n", "metadata": {"output": "no /x\n", "exit": 3}},  # opencode
+        {"content": [{"type": "text", "text": "no /x\n"}], "details": {"exitCode": 3}},  # openclaw
+    ],
+)
+def test_an_exit_code_in_raw_output_is_read(raw: dict[str, Any]) -> None:
+    """The command in rawInput, the output in the content, the exit code in rawOutput."""
+    tracker = AgentToolTracker("/w")
+    tracker.observe(_start(kind="execute", rawInput={"command": "ls /x; exit 3", "cwd": "/w"}))
+    content = [{"type": "content", "content": {"type": "text", "text": "no /x\n"}}]
+    action = tracker.observe(_progress(status="completed", content=content, rawOutput=raw))
+    assert action is not None
+    assert (action.command, action.output, action.exit_code) == ("ls /x; exit 3", "no /x\n", 3)
+
+
 def test_other_tool_kinds_are_not_commands() -> None:
     tracker = AgentToolTracker("/w")
     tracker.observe(_start(kind="read", title="read a.txt"))

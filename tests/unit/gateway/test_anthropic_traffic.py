@@ -24,6 +24,9 @@ MODEL = "claude-sonnet-4-5"
 CALL = {"name": "mcp__acp__Bash", "arguments": {"command": "echo 42 > /tmp/answer.txt"}}
 SCRIPT: list[dict[str, Any]] = [{"tool_call": CALL}, {"message": "I wrote it."}]
 TOOLS = [{"name": "mcp__acp__Bash", "input_schema": {"type": "object"}}]
+FIRST = "c28b8e59-32b0-454c-907c-95796c28a4ee"
+SECOND = "9a56ad8c-a4fa-4214-8ced-fc0bbd21714e"
+"""Two sessions' random ids, as Claude Code makes them."""
 HEADERS = {
     "anthropic-version": "2023-06-01",
     "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14",
@@ -32,7 +35,8 @@ HEADERS = {
 
 def _session(session: str) -> list[tuple[str, dict[str, Any]]]:
     """What Claude Code sends in one session: a token count, then two turns."""
-    metadata = {"user_id": f"user_0123_account__session_{session}"}
+    user = "7e7039438c1415b63b8cdaae3ec6a07a4d96b82bffd8589c8f1a5ada692c5801"
+    metadata = {"user_id": f"user_{user}_account__session_{session}"}
     turn = {"model": MODEL, "max_tokens": 32000, "tools": TOOLS, "metadata": metadata}
     ask = [{"role": "user", "content": "Write 42 to /tmp/answer.txt."}]
     answered = [
@@ -67,7 +71,7 @@ def test_claude_codes_traffic_is_counted_recorded_and_replayed(tmp_path: Path) -
     log = TrafficLog(path, Redactor([KEY]))
     with MockLLM(SCRIPT) as mock, Gateway() as gateway:
         route = gateway.register(Upstream(base_url=mock.url, api_key=KEY), log.recorder("solver"))
-        answers = [_post(gateway, route.token, *request) for request in _session("first")]
+        answers = [_post(gateway, route.token, *request) for request in _session(FIRST)]
         assert [status for status, _ in answers] == [200, 200, 200]
         assert json.loads(answers[0][1]) == {"input_tokens": PROMPT_TOKENS}
         assert mock.remaining == 0
@@ -88,7 +92,7 @@ def test_claude_codes_traffic_is_counted_recorded_and_replayed(tmp_path: Path) -
         route = gateway.register(
             Upstream(base_url="http://127.0.0.1:9"), None, replay.role("solver")
         )
-        replayed = [_post(gateway, route.token, *request) for request in _session("second")]
+        replayed = [_post(gateway, route.token, *request) for request in _session(SECOND)]
     assert replay.divergence is None, replay.divergence
     assert [status for status, _ in replayed] == [200, 200, 200]
     assert replayed[2][1].count(b"event: message_stop") == 1
@@ -100,10 +104,10 @@ def test_a_replayed_turn_that_asks_otherwise_diverges(tmp_path: Path) -> None:
     log = TrafficLog(path, Redactor([KEY]))
     with MockLLM(SCRIPT) as mock, Gateway() as gateway:
         route = gateway.register(Upstream(base_url=mock.url, api_key=KEY), log.recorder("solver"))
-        for request in _session("first"):
+        for request in _session(FIRST):
             _post(gateway, route.token, *request)
     replay = TrafficReplay.read(path, Redactor([KEY]))
-    count, turn, _ = _session("second")
+    count, turn, _ = _session(SECOND)
     other = {**turn[1], "messages": [{"role": "user", "content": "Write 41."}]}
     with Gateway() as gateway:
         route = gateway.register(

@@ -170,3 +170,59 @@ def test_empty_agent_or_model_on_the_command_line_is_refused(
     error = lock_fails(make_dataset(), kind=UsageError, **binding)
 
     assert (error.code, error.field) == ("empty_value", flag)
+
+
+def test_a_catalog_agent_binds_by_name_with_its_providers_variables(
+    make_dataset, lock_document, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8000/v1")
+
+    lock = lock_document(make_dataset(), agent="pi", model="openai/gpt-5.4-mini")
+
+    role = lock["binding"]["roles"]["solver"]
+    assert (role["executor"], role["entry"]) == ("acp", "pi")
+    assert role["api_key"] == "${OPENAI_API_KEY}", "a reference, never a value"
+    assert role["base_url"] == "http://localhost:8000/v1"
+    assert role["model"] == {"id": "gpt-5.4-mini"}, "the provider prefix is not the model's"
+    assert role["options"]["provider"] == "openai"
+    assert role["implementation"]["bundle"] == "pi"
+    assert lock["overrides"] == {"agent": "pi", "model": "openai/gpt-5.4-mini"}
+
+
+def test_a_model_without_a_known_provider_prefix_keeps_its_slash(make_dataset, lock_document):
+    lock = lock_document(make_dataset(), agent="pi", model="qwen/qwen3-coder")
+
+    role = lock["binding"]["roles"]["solver"]
+    assert role["model"] == {"id": "qwen/qwen3-coder"}
+    assert role["options"]["provider"] == "openai"
+
+
+def test_a_provider_the_agent_cannot_talk_to_is_a_usage_error(make_dataset, lock_fails):
+    error = lock_fails(make_dataset(), agent="pi", model="anthropic/claude-x", kind=UsageError)
+
+    assert (error.code, error.field) == ("agent_provider_unsupported", "--model")
+    assert "openai" in error.hint
+
+
+def test_a_catalog_agent_needs_a_model(make_dataset, lock_fails):
+    error = lock_fails(make_dataset(), agent="pi", kind=UsageError)
+
+    assert (error.code, error.field) == ("model_required", "--model")
+    assert "OPENAI_API_KEY" in error.hint
+
+
+def test_unknown_agent_lists_the_catalog(make_dataset, lock_fails):
+    error = lock_fails(make_dataset(), agent="nobody", kind=UsageError)
+
+    for name in agevalx.agents.catalog.agents():
+        assert name in error.hint
+
+
+def test_another_endpoint_in_the_environment_is_another_lock_key(make_dataset, monkeypatch):
+    from agevalx.lockfile.binding import agent_key_value
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8011/v1")
+    first = agent_key_value("pi")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8012/v1")
+    assert agent_key_value("pi") != first
+    assert agent_key_value("oracle") == "oracle" and agent_key_value(None) is None

@@ -29,7 +29,11 @@ adapter hides Claude Code's own Bash/Read/Write/Edit and gives the model its ACP
 ACP terminals and files go through `fs/*`, so every action is ageval's to record.
 
 The adapter keeps running when its stdin closes (the Claude Code process it started keeps its
-event loop alive): it is stopped with SIGTERM at the end of an invocation.
+event loop alive), so an invocation waits the executor's 2 s grace before its process group is
+killed. It is not stopped with SIGTERM (`exits_at_end_of_input=False`): the Claude Code
+process, once its adapter is gone, connects to `api.anthropic.com:443` on its way out
+(measured through a logging proxy; the endpoint is not known, it is TLS), which the kill
+after the grace never lets it do.
 """
 
 from __future__ import annotations
@@ -109,5 +113,4 @@ AGENT = AgentDef(
     summary="Claude Code 2.1.44 (agent SDK 0.2.44) through claude-code-acp; commands in ACP "
     "terminals, files through fs/*",
     records="ACP terminals (command, output, exit code), fs reads and writes, permissions",
-    exits_at_end_of_input=False,
 )

@@ -61,8 +61,8 @@ class AgentLaunch:
     cleanups: list[Cleanup] = field(default_factory=list)
     key_variables: tuple[str, ...] = ()
     """Variables that receive the key (`AGEVAL_API_KEY`'s value), passed by name."""
-    terminate: bool = False
-    """Stop the agent with SIGTERM: it does not exit when its stdin closes."""
+    stop: str = "eof"
+    """How to end the agent after its turn (`AgentDef.stop`): eof, term or kill."""
 
     async def cleanup(self) -> None:
         for step in reversed(self.cleanups):
@@ -94,7 +94,7 @@ async def bundled_launch(
         {**environment, **config.env},
         located.cleanups,
         config.key_variables,
-        terminate=not agent.exits_at_end_of_input,
+        stop=agent.stop,
     )
     recorder.transcript(
         {
@@ -121,8 +121,8 @@ def agent_setup(
     if provider is None or provider.name not in agent.providers:
         raise AgentError(
             "agent_provider_unsupported",
-            f"{agent.name} cannot talk to the provider {name!r}",
-            f"{agent.name} talks to: {', '.join(agent.providers)}",
+            f"{agent.name} cannot talk to the provider {name!r} (it talks to: "
+            f"{', '.join(agent.providers)})",
         )
     base_url = profile.get("base_url") or environ.get("AGEVAL_BASE_URL")
     if not base_url:

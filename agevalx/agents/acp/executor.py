@@ -177,7 +177,9 @@ class _Invocation:
         finally:
             await self.client.terminals.close()
             await conn.close()
-            await self.agent.stop(kill=self.kill_agent, terminate=launch.terminate)
+            await self.agent.stop(
+                kill=self.kill_agent or launch.stop == "kill", terminate=launch.stop == "term"
+            )
 
     async def _handshake(self, conn: ClientSideConnection) -> str:
         capabilities = ClientCapabilities(

@@ -155,9 +155,13 @@ class AgentDef:
     """Per provider, the API the agent uses when it is not the provider's own."""
     package: str = ""
     """The package whose version is the agent's (default: the bundle's first)."""
-    exits_at_end_of_input: bool = True
-    """False for an agent that keeps running when its stdin closes: it is stopped with
-    SIGTERM at the end of an invocation instead of being waited for."""
+    release: str = ""
+    """The agent's own version when no package carries it (Claude Code inside its SDK)."""
+    stop: Literal["eof", "term", "kill"] = "eof"
+    """How an invocation ends the agent once its turn is answered: `eof` closes its stdin
+    and waits up to 2 s for it to exit (then kills it); `term` also sends its process group
+    SIGTERM (an agent that keeps running when its stdin closes); `kill` kills the group at
+    once (an agent whose own shutdown does something it must not, like calling home)."""
 
     def api(self, provider: Provider) -> Api:
         return self.api_for.get(provider.name, provider.api)
@@ -166,6 +170,8 @@ class AgentDef:
     def version(self) -> str:
         """The agent's own package version."""
         versions = dict(self.bundle.packages)
+        if self.release:
+            return self.release
         if self.package:
             return versions.get(self.package, "")
         return self.bundle.packages[0][1] if self.bundle.packages else ""

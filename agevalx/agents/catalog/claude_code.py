@@ -29,11 +29,10 @@ adapter hides Claude Code's own Bash/Read/Write/Edit and gives the model its ACP
 ACP terminals and files go through `fs/*`, so every action is ageval's to record.
 
 The adapter keeps running when its stdin closes (the Claude Code process it started keeps its
-event loop alive), so an invocation waits the executor's 2 s grace before its process group is
-killed. It is not stopped with SIGTERM (`exits_at_end_of_input=False`): the Claude Code
-process, once its adapter is gone, connects to `api.anthropic.com:443` on its way out
-(measured through a logging proxy; the endpoint is not known, it is TLS), which the kill
-after the grace never lets it do.
+event loop alive). It is not stopped with SIGTERM: the Claude Code process, once its adapter
+is gone, connects to `api.anthropic.com:443` on its way out (measured through a logging
+proxy; the endpoint is not known, it is TLS). So its process group is killed as soon as the
+turn is answered (`stop="kill"`), which never lets it do that and costs no grace period.
 """
 
 from __future__ import annotations
@@ -113,4 +112,6 @@ AGENT = AgentDef(
     summary="Claude Code 2.1.44 (agent SDK 0.2.44) through claude-code-acp; commands in ACP "
     "terminals, files through fs/*",
     records="ACP terminals (command, output, exit code), fs reads and writes, permissions",
+    release="2.1.44",
+    stop="kill",
 )

@@ -126,5 +126,5 @@ AGENT = AgentDef(
     records="commands (exec_command) as ACP execute tool calls with output and exit code; "
     "apply_patch edits only in the transcript",
     api_for={"openai": "openai-responses"},
-    exits_at_end_of_input=False,
+    stop="term",
 )

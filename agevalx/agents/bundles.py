@@ -109,6 +109,8 @@ class BundleSpec:
     """The bundled runtime's version for kinds other than `node` (CPython's, for `python`)."""
     files: tuple[tuple[str, str], ...] = ()
     """Extra files written into the bundle: (path relative to the bundle, text)."""
+    pip_options: tuple[str, ...] = ()
+    """Extra `pip install` options for a python bundle (`--ignore-requires-python`)."""
 
     def key_material(self, platform: str) -> dict[str, Any]:
         material: dict[str, Any] = {
@@ -129,6 +131,7 @@ class BundleSpec:
             "interpreter": self.interpreter if self.interpreter != "node" else None,
             "runtime": self.runtime or None,
             "files": [list(pair) for pair in self.files] or None,
+            "pip_options": list(self.pip_options) or None,
         }
         material.update({name: value for name, value in extra.items() if value is not None})
         return material
@@ -532,6 +535,8 @@ def _marker(
             version = packages.get(f"node_modules/{name}", {}).get("version")
             if isinstance(version, str):
                 resolved[name] = version
+    with contextlib.suppress(OSError, ValueError):  # a python bundle's pip-resolved versions
+        resolved.update(json.loads((work / "python" / "resolved.json").read_text()))
     return {
         "key": key,
         "spec": spec.key_material(platform),

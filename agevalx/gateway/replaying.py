@@ -82,6 +82,8 @@ VOLATILE = (
     # Claude Code: `metadata.user_id` is "user_<hash of a random id in ~/.claude.json>
     # _account_<uuid or empty>_session_<random uuid>", never shown to the model.
     (re.compile(r"^user_[0-9a-f]+_account_[0-9a-f-]*_session_[0-9a-f-]+$"), "user_<session>"),
+    # OpenHands: "The current date and time is: 2026-12-03T07:34:33.691977" (system prompt).
+    (re.compile(r"(The current date and time is: )[0-9T:.-]+"), r"\1<time>"),
 )
 """Text in requests that differs from run to run whatever the model answered: (pattern,
 replacement). Codex heads each command's output with a random chunk id and the wall time, and

@@ -66,3 +66,16 @@ def test_the_rest_of_the_environment_context_still_counts() -> None:
     )
     assert _digest(moved) != _digest(_codex_request("s1", "281ca7", "0.0000", 0))
     assert steady("plain text") == "plain text"
+
+
+def test_openhands_clock_in_its_system_prompt_is_ignored_but_not_the_rest() -> None:
+    def request(clock: str, role: str = "OpenHands agent") -> dict[str, Any]:
+        instructions = (
+            f"You are {role}.\n<CURRENT_DATETIME>\n"
+            f"The current date and time is: {clock}\n</CURRENT_DATETIME>\n"
+        )
+        return {"model": "gpt-5.4-mini", "instructions": instructions}
+
+    recorded = request("2026-12-03T07:34:33.691977")
+    assert _digest(request("2026-12-04T01:02:03.000001")) == _digest(recorded)
+    assert _digest(request("2026-12-04T01:02:03.000001", "someone else")) != _digest(recorded)

@@ -62,8 +62,16 @@ KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 
-LIBRARIES = ("libc6", "zlib1g", "libexpat1", "libffi8", "libbz2-1.0", "liblzma5")
-LIBRARIES += ("libsqlite3-0", "libuuid1")
+LIBRARIES: tuple[str, ...] = (
+    "libc6",
+    "zlib1g",
+    "libexpat1",
+    "libffi8",
+    "libbz2-1.0",
+    "liblzma5",
+    "libsqlite3-0",
+    "libuuid1",
+)
 """The loader, the C library and the libraries the standard library's modules link (with
 the release's OpenSSL, named per release)."""
 

@@ -75,19 +75,24 @@ def test_the_launcher_script_is_valid_shell() -> None:
 def test_the_mirror_is_the_first_debian_archive_apt_is_configured_with(tmp_path: Path) -> None:
     parts = tmp_path / "sources.list.d"
     parts.mkdir()
-    (parts / "a-other.list").write_text("deb [arch=amd64] https://example.invalid/apt stable main\n")
+    (parts / "a-other.list").write_text(
+        "deb [arch=amd64] https://example.invalid/apt stable main\n"
+    )
     (parts / "debian.sources").write_text(
         "Types: deb\n# URIs: http://commented.invalid/debian\n"
         "URIs: http://mirror.invalid/debian\nSuites: bookworm\n"
     )
     found = pythonbundles.configured_mirror((tmp_path / "sources.list", parts))
     assert found == "http://mirror.invalid/debian"
-    (tmp_path / "sources.list").write_text("deb [signed-by=/k.gpg] http://one.invalid/debian/ x main\n")
+    (tmp_path / "sources.list").write_text(
+        "deb [signed-by=/k.gpg] http://one.invalid/debian/ x main\n"
+    )
     found = pythonbundles.configured_mirror((tmp_path / "sources.list", parts))
     assert found == "http://one.invalid/debian/"
     assert pythonbundles.configured_mirror((tmp_path / "missing",)) is None
     line = pythonbundles.sources_line("http://one.invalid/debian/", "trixie")
-    assert line == f"deb [signed-by={pythonbundles.KEYRING}] http://one.invalid/debian trixie main\n"
+    keyring = pythonbundles.KEYRING
+    assert line == f"deb [signed-by={keyring}] http://one.invalid/debian trixie main\n"
 
 
 def test_resolved_versions_come_from_pips_report(tmp_path: Path) -> None:

@@ -250,6 +250,7 @@ def build_python(spec: BundleSpec, work: Path, platform: str) -> None:
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts name the build's path
     (work / RESOLVED).write_text(json.dumps(resolved_versions(report), indent=2) + "\n")
     shutil.rmtree(staging)
+    _prune(work, spec.prune)
     if platform == _host_platform():
         _compile(spec.name, launcher, python, minor)
 
@@ -350,6 +351,16 @@ def _layout(tree: Path, python: Path, minor: str, triplet: str, loader: str) -> 
     if not (native / loader).is_file():
         raise BundleError("bundle_build_failed", f"Debian's libc6 did not bring {loader}")
     (python / "lib" / "python3" / "dist-packages").mkdir(parents=True)
+
+
+def _prune(work: Path, patterns: tuple[str, ...]) -> None:
+    """Remove what the spec says the agent never uses (globs relative to the bundle)."""
+    for pattern in patterns:
+        for path in work.glob(pattern):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def _pip_python(name: str) -> str:

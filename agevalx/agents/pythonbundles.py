@@ -42,8 +42,8 @@ PIP_ENV = "AGEVAL_PIP"
 PYTHON_VERSION = "3.11"
 """The CPython of Debian bookworm."""
 
-GLIBC = "2_36"
-"""Bookworm's glibc, bundled: the newest manylinux wheels the bundle can load."""
+GLIBC_MINOR = 36
+"""Bookworm's glibc is 2.36, bundled: the newest manylinux wheels the bundle can load."""
 
 DEBIAN_PACKAGES = (
     "libc6",
@@ -250,11 +250,17 @@ def _pip_install(spec: BundleSpec, target: Path, wheel_arch: str) -> None:
         PYTHON_VERSION,
         "--abi",
         f"cp{PYTHON_VERSION.replace('.', '')}",
-        "--platform",
-        f"manylinux_{GLIBC}_{wheel_arch}",
+        *_platforms(wheel_arch),
         *requirements,
     ]
     _run(argv, "pip install")
+
+
+def _platforms(wheel_arch: str) -> list[str]:
+    """`--platform` flags for every manylinux tag glibc 2.36 loads (pip does not expand them)."""
+    tags = [f"manylinux_2_{minor}_{wheel_arch}" for minor in range(GLIBC_MINOR, 4, -1)]
+    tags += [f"manylinux{legacy}_{wheel_arch}" for legacy in ("2014", "2010", "1")]
+    return [flag for tag in tags for flag in ("--platform", tag)]
 
 
 def _compile(work: Path) -> None:

@@ -19,6 +19,7 @@ banners, LiteLLM's notices) is sent to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -273,15 +274,11 @@ class AcpServer:
         session.cancelled.set()
         terminal = session.terminal
         if terminal is not None:
-            threading.Thread(
-                target=self._kill, args=(session.id, terminal), daemon=True
-            ).start()
+            threading.Thread(target=self._kill, args=(session.id, terminal), daemon=True).start()
 
     def _kill(self, session_id: str, terminal: str) -> None:
-        try:
+        with contextlib.suppress(RpcError):  # the command may have ended meanwhile
             self.conn.request("terminal/kill", {"sessionId": session_id, "terminalId": terminal})
-        except RpcError:
-            pass  # the command ended meanwhile
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         capabilities = params.get("clientCapabilities") or {}
@@ -299,8 +296,9 @@ class AcpServer:
     def _new_session(self, params: dict[str, Any]) -> dict[str, Any]:
         if not self.terminal_capable:
             raise RpcError(
-                INVALID_PARAMS, "this agent runs its commands in ACP terminals: the client "
-                "must offer the `terminal` capability"
+                INVALID_PARAMS,
+                "this agent runs its commands in ACP terminals: the client "
+                "must offer the `terminal` capability",
             )
         cwd = params.get("cwd")
         if not isinstance(cwd, str) or not cwd.startswith("/"):
@@ -362,11 +360,11 @@ def run_mini_swe_agent(task: str, terminals: Terminals) -> str:
     import platform
 
     import yaml
-    from minisweagent.agents.default import DefaultAgent
-    from minisweagent.config import builtin_config_dir
-    from minisweagent.environments.local import LocalEnvironment
-    from minisweagent.exceptions import InterruptAgentFlow
-    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+    from minisweagent.agents.default import DefaultAgent  # type: ignore[import-not-found]
+    from minisweagent.config import builtin_config_dir  # type: ignore[import-not-found]
+    from minisweagent.environments.local import LocalEnvironment  # type: ignore[import-not-found]
+    from minisweagent.exceptions import InterruptAgentFlow  # type: ignore[import-not-found]
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel  # type: ignore[import-not-found]
 
     class AcpTerminalEnvironment(LocalEnvironment):  # type: ignore[misc]
         """LocalEnvironment's conventions, each command run in an ACP terminal."""

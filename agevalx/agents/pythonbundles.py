@@ -194,9 +194,7 @@ def _relative_symlinks(root: Path) -> None:
 
 
 def _write_interpreter(work: Path, triplet: str, loader: str) -> None:
-    libraries = ":".join(
-        f"$root/{PYTHON_ROOT}/{folder}/{triplet}" for folder in ("lib", "usr/lib")
-    )
+    libraries = ":".join(f"$root/{PYTHON_ROOT}/{folder}/{triplet}" for folder in ("lib", "usr/lib"))
     script = (
         "#!/bin/sh\n"
         "# Written by ageval: runs the bundled CPython with the bundled C library.\n"
@@ -214,11 +212,14 @@ def _pip(name: str) -> list[str]:
     explicit = os.environ.get(PIP_ENV)
     if explicit:
         return [explicit]
-    probe = subprocess.run(
-        [sys.executable, "-m", "pip", "--version"], capture_output=True, check=False
-    )
-    if probe.returncode == 0:
-        return [sys.executable, "-m", "pip"]
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-m", "pip", "--version"], capture_output=True, check=False
+        )
+        if probe.returncode == 0:
+            return [sys.executable, "-m", "pip"]
+    except OSError:
+        pass
     program = shutil.which("pip3") or shutil.which("pip")
     if not program:
         raise BundleError(

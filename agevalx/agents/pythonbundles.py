@@ -31,7 +31,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from agevalx.agents.bundles import BUILD_TIMEOUT, BundleError, BundleSpec
+from agevalx.agents.bundles import BUILD_TIMEOUT, BundleError, BundleSpec, run_step
 
 APT_ENV = "AGEVAL_APT_GET"
 """The apt-get program to download Debian's packages with (default: `apt-get` on PATH)."""
@@ -118,21 +118,7 @@ def _host_arch() -> str:
 
 
 def _run(argv: list[str], what: str, *, cwd: Path | None = None) -> None:
-    try:
-        done = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise BundleError(
-            "bundle_build_failed", f"{what} took longer than {BUILD_TIMEOUT:g} s"
-        ) from None
-    if done.returncode != 0:
-        output = (done.stderr or done.stdout).strip()
-        raise BundleError(
-            "bundle_build_failed",
-            f"{what} failed with exit code {done.returncode}",
-            hint=output[-1500:] or None,
-        )
+    run_step(argv, what, cwd=cwd)
 
 
 def _apt_get(name: str) -> str:

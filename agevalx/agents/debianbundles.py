@@ -1,0 +1,126 @@
+"""Bundles of Debian programs (`kind: debian`): a native tool for any Linux container.
+
+Some agents need a program in the container that task images do not carry (terminus-2 drives
+tmux). Such a bundle is made from Debian's packages, downloaded by `apt-get download` at the
+exact versions of the spec (`packages`) and unpacked with `dpkg-deb`:
+
+    <bundle>/libexec/<name>     the program (from `wrappers`: name -> path inside the packages)
+    <bundle>/lib/               every shared library the packages hold at the top of their
+                                lib/<triplet>/ folders, the C library and its loader included
+    <bundle>/bin/<name>         `exec <bundle>/lib/<loader> --library-path <bundle>/lib
+                                <bundle>/libexec/<name> "$@"`
+
+The program starts on the bundle's own loader and C library, so it needs none of the
+image's libraries (an older glibc, musl, or none); the programs it starts (a shell) are the
+image's own, on the image's libraries: nothing leaks into them (no LD_LIBRARY_PATH).
+"""
+
+from __future__ import annotations
+
+import os
+import platform as host_platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from agevalx.agents.bundles import BundleError, BundleSpec
+
+APT_TIMEOUT = 600.0
+
+_DEBIAN = {
+    "linux-x64": ("amd64", "x86_64-linux-gnu", "ld-linux-x86-64.so.2"),
+    "linux-arm64": ("arm64", "aarch64-linux-gnu", "ld-linux-aarch64.so.1"),
+}
+"""Per platform: Debian's architecture, the multiarch triplet, the dynamic loader."""
+
+_MACHINES = {"x86_64": "linux-x64", "amd64": "linux-x64", "aarch64": "linux-arm64"}
+
+
+def build_debian(spec: BundleSpec, work: Path, platform: str) -> None:
+    """Download and unpack the spec's packages, keep the programs and libraries."""
+    if platform not in _DEBIAN or _MACHINES.get(host_platform.machine().lower()) != platform:
+        raise BundleError(
+            "bundle_platform_unsupported",
+            f"the {spec.name} bundle is built from this machine's Debian packages, which are "
+            f"not for {platform}",
+            hint=f"build it on a {platform} Debian machine (ageval agents build {spec.name}) "
+            "and bring it here (ageval agents export/import)",
+        )
+    architecture, triplet, loader = _DEBIAN[platform]
+    with tempfile.TemporaryDirectory(prefix="ageval-debs-") as scratch:
+        unpacked = Path(scratch) / "root"
+        for deb in _download(spec, Path(scratch), architecture):
+            _run(["dpkg-deb", "-x", str(deb), str(unpacked)], spec.name)
+        libraries = work / "lib"
+        libraries.mkdir()
+        for folder in (unpacked / "lib" / triplet, unpacked / "usr" / "lib" / triplet):
+            for path in sorted(folder.glob("*")) if folder.is_dir() else ():
+                if path.is_file():  # symlinks too: copied as the file they name
+                    shutil.copy2(path, libraries / path.name)
+        if not (libraries / loader).is_file():
+            raise BundleError("bundle_build_failed", f"the packages hold no {loader}")
+        for name, program in spec.wrappers:
+            source = unpacked / program
+            if not source.is_file():
+                raise BundleError("bundle_build_failed", f"the packages hold no {program}")
+            target = work / "libexec" / name
+            target.parent.mkdir(exist_ok=True)
+            shutil.copy2(source, target)
+            wrapper = work / "bin" / name
+            wrapper.parent.mkdir(exist_ok=True)
+            wrapper.write_text(_wrapper(name, loader))
+            wrapper.chmod(0o755)
+
+
+def _wrapper(name: str, loader: str) -> str:
+    return (
+        "#!/bin/sh\n"
+        f"# Written by ageval: {name} on this bundle's own loader and C library.\n"
+        'root="${0%/*}/.."\n'
+        f'exec "$root/lib/{loader}" --library-path "$root/lib" "$root/libexec/{name}" "$@"\n'
+    )
+
+
+def _download(spec: BundleSpec, into: Path, architecture: str) -> list[Path]:
+    wanted = [f"{name}:{architecture}={version}" for name, version in spec.packages]
+    _run(["apt-get", "download", *wanted], spec.name, cwd=into)
+    debs = sorted(into.glob("*.deb"))
+    if len(debs) != len(spec.packages):
+        raise BundleError(
+            "bundle_build_failed",
+            f"apt-get downloaded {len(debs)} packages of the {len(spec.packages)} the "
+            f"{spec.name} bundle needs",
+        )
+    return debs
+
+
+def _run(argv: list[str], name: str, cwd: Path | None = None) -> None:
+    hint = (
+        f"the {name} bundle is made from Debian's packages: run it on a Debian machine with "
+        "apt (apt-get update first), or build it elsewhere (ageval agents build) and bring "
+        "it here (ageval agents export/import)"
+    )
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=APT_TIMEOUT,
+            check=False,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
+    except FileNotFoundError:
+        raise BundleError("bundle_apt_missing", f"cannot run {argv[0]}", hint=hint) from None
+    except subprocess.TimeoutExpired:
+        raise BundleError(
+            "bundle_build_failed", f"{argv[0]} took longer than {APT_TIMEOUT:g} s", hint=hint
+        ) from None
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()
+        raise BundleError(
+            "bundle_build_failed",
+            f"`{' '.join(argv[:2])}` failed with exit code {done.returncode}: {output[-800:]}",
+            hint=hint,
+        )

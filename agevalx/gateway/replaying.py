@@ -13,7 +13,8 @@ code, and every later request of the attempt gets the same.
 Some agents write values into their requests that no replay can reproduce: the process id of
 a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
 the chunk id and wall time heading a command's output and the day (codex), the date
-(opencode, OpenClaw), the time, session ids and the hostname (OpenClaw). Such values
+(opencode, OpenClaw), the time, session ids and the hostname (OpenClaw; terminus-2's shell
+prompt). Such values
 (`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed request
 before they are compared, and fields that are a per-session cache hint (`VOLATILE_FIELDS`:
 codex sends its random session id as `prompt_cache_key`) are left out.
@@ -78,6 +79,9 @@ VOLATILE = (
     (re.compile(r"^\[[A-Z][a-z]{2} [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{5,8} [^\]]+\]"), "[<time>]"),
     (re.compile(r"(acp-bridge:|sessionId=)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"), r"\1<id>"),
     (re.compile(r"(\| host=)[^ |]+"), r"\1<host>"),
+    # Harbor's terminus-2 shows the model its tmux screen, whose bash prompt names the
+    # container's hostname (its id's first 12 hex digits): "root@8fde6253fc94:/app#".
+    (re.compile(r"(@)[0-9a-f]{12}(?=:)"), r"\1<host>"),
 )
 """Text in requests that differs from run to run whatever the model answered: (pattern,
 replacement). Codex heads each command's output with a random chunk id and the wall time, and

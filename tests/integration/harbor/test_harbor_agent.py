@@ -1,0 +1,195 @@
+"""Harbor's own agents through the installed harbor package: `--agent harbor:terminus-2`.
+
+The real terminus-2 of the pinned harbor (its own venv, `agevalx.testing.harbor`) runs on the
+host in Harbor's Python and drives a tmux session in ageval's attempt container, tmux coming
+from ageval's bundle; its LiteLLM calls go to the mock model behind the gateway. On
+harbor-demo's `hello` and on an ageval task, like every catalog agent (`AgentHarness`): the
+attempt PASSes; the real key is nowhere in the container, and neither is the gateway's token
+(terminus-2 talks to its model from the host); tokens are counted, model.jsonl is written,
+`ageval replay --model-traffic` scores the same; every command is a terminal action.
+A Harbor agent that installs itself over the network in the container is refused before
+anything starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agevalx.agents import bundles
+from agevalx.agents.catalog.base import provider_named
+from agevalx.agents.mockllm import MockLLM
+from agevalx.cli import main
+from agevalx.harbor import agents as harbor_agents
+from agevalx.testing.harbor import VENV
+from tests.integration.agents.catalog.harness import (
+    HARBOR_DEMO,
+    PROBE,
+    PROBE_FILE,
+    SCRIPTS,
+    SOLVE,
+    AgentHarness,
+    Attempt,
+    _docker,
+    bundles_dir,
+)
+from tests.integration.harbor.test_parity import _install_harbor
+
+AGENT = "harbor:terminus-2"
+MODEL = "openai/gpt-5.4-mini"
+
+
+def terminus_script() -> list[dict[str, Any]]:
+    """hello-terminus-2.yaml with its solving keystrokes preceded by the probe: terminus-2's
+    replies are JSON texts, so the keystrokes are rewritten inside the parsed JSON."""
+    replies = yaml.safe_load((SCRIPTS / "hello-terminus-2.yaml").read_text())
+    rewritten = 0
+    for reply in replies:
+        answer = json.loads(reply["message"])
+        for command in answer["commands"]:
+            if command["keystrokes"] == SOLVE + "\n":
+                command["keystrokes"] = f"{PROBE}; {SOLVE}; echo 42 > answer.txt\n"
+                rewritten += 1
+        reply["message"] = json.dumps(answer)
+    assert rewritten == 1, f"hello-terminus-2.yaml must type `{SOLVE}` once"
+    return list(replies)
+
+
+class HarborHarness(AgentHarness):
+    """`AgentHarness` for `--agent harbor:terminus-2` (not an agent of the catalog)."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        provider = provider_named("openai")
+        assert provider is not None
+        self.agent = None
+        self.model = MODEL
+        self.provider = provider
+        self.api = "openai-chat"
+        self.tmp_path = tmp_path
+        self.monkeypatch = monkeypatch
+        self.capsys = capsys
+        monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
+        try:
+            bundles.ensure_bundle(harbor_agents.TMUX.name)
+        except bundles.BundleError as exc:
+            pytest.fail(f"the tmux bundle cannot be built: {exc.code}: {exc.message} {exc.hint}")
+
+    @property
+    def agent_name(self) -> str:
+        return AGENT
+
+    @contextlib.contextmanager
+    def _model(self) -> Iterator[MockLLM]:
+        with MockLLM(terminus_script()) as server:
+            self.monkeypatch.setenv(
+                self.provider.base_url_variable, f"http://localhost:{server.port}/v1"
+            )
+            yield server
+
+    def check_key_absent(self, attempt: Attempt) -> None:
+        """The real key is in no process, file or image metadata of the container; the
+        gateway's token is not there either (the model is called from the host)."""
+        run_key = next(n["key"] for n in attempt.result["nodes"] if n["kind"] == "run")
+        from tests.integration.conftest import committed_image
+
+        image = committed_image(run_key)
+        probe = _docker("run", "--rm", image, "cat", PROBE_FILE).stdout
+        assert "tmux" in probe and "bash --login" in probe, "the probe ran in terminus' tmux"
+        assert attempt.secret not in probe
+        assert "ageval-gw-" not in probe and "AGEVAL_API_KEY" not in probe
+        anywhere = _docker(
+            "run",
+            "--rm",
+            image,
+            "grep",
+            "-rlsF",
+            attempt.secret,
+            "/",
+            "--exclude-dir=proc",
+            "--exclude-dir=sys",
+            "--exclude-dir=dev",
+            check=False,
+        )
+        assert anywhere.stdout == "", "the key is somewhere in the container's filesystem"
+        assert attempt.secret not in _docker("image", "inspect", image).stdout
+
+    def check_terminal_actions(self, attempt: Attempt) -> None:
+        """Every command terminus-2 ran is a terminal action, its keystrokes among them."""
+        lines = (attempt.directory / "activity.jsonl").read_text().splitlines()
+        actions = [json.loads(line) for line in lines]
+        terminal = [a for a in actions if a["type"] == "terminal"]
+        assert terminal and all(a["detail"]["executor"] == "harbor" for a in terminal)
+        assert all(a["detail"]["agent"] == "terminus-2" for a in terminal)
+        sent = [a for a in terminal if "tmux send-keys" in a["command"]]
+        assert any(SOLVE in a["command"] for a in sent), sent
+        assert any("tmux new-session" in a["command"] for a in terminal)
+        assert all(a["exit_code"] is not None for a in terminal)
+        assert attempt.secret not in "\n".join(lines)
+
+
+@pytest.fixture
+def harbor_python(monkeypatch: pytest.MonkeyPatch) -> str:
+    _install_harbor()
+    python = str(VENV / "bin" / "python")
+    monkeypatch.setenv(harbor_agents.PYTHON_ENV, python)
+    return python
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_terminus_2_solves_harbor_hello_and_an_ageval_task(
+    harbor_python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    docker_engine: object,
+) -> None:
+    harness = HarborHarness(tmp_path, monkeypatch, capsys)
+    for attempt in (harness.harbor_hello(), harness.ageval_task()):
+        assert attempt.result["agents"] == {"solver": AGENT}
+        assert attempt.requests == 3, "terminus-2 confirms task_complete: three model turns"
+        harness.check_terminal_actions(attempt)
+        harness.check_all(attempt)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("agent", "code", "said"),
+    [
+        ("harbor:claude-code", "harbor_agent_needs_network", "over the network"),
+        ("harbor:no-such-agent", "harbor_agent_unknown", "terminus-2"),
+        ("harbor:oracle", "harbor_agent_unsupported", "--agent oracle"),
+    ],
+)
+def test_a_harbor_agent_ageval_cannot_run_offline_is_refused_before_any_container(
+    harbor_python: str,
+    agent: str,
+    code: str,
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused")
+    dataset = tmp_path / "harbor-demo"
+    shutil.copytree(HARBOR_DEMO / "hello", dataset / "hello")
+    command = ["run", str(dataset), "--task", "hello", "--agent", agent, "--model", MODEL]
+    exit_code = main([*command, "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert exit_code == 2, document
+    error = document["error"]
+    assert error["code"] == code and error["field"] == "--agent", error
+    assert said in f"{error['message']} {error['hint']}", error
+    assert not (dataset / ".ageval" / "runs").exists(), "nothing ran"

@@ -56,7 +56,7 @@ class Channel:
             "FileNotFoundError": FileNotFoundError,
             "RuntimeError": RuntimeError,
         }
-        raise kinds.get(error.get("type"), RuntimeError)(error.get("message", "failed"))
+        raise kinds.get(str(error.get("type")), RuntimeError)(error.get("message", "failed"))
 
 
 def environment_class(channel: Channel) -> Any:

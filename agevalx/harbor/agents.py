@@ -298,7 +298,8 @@ def harbor_profile(argument: str, model: str | None) -> tuple[AgentProfile, str 
     agent, _ = checked_agent(name)
     options: dict[str, Any] = {"entry": name}
     if not agent.model:
-        return AgentProfile(executor=EXECUTOR, label=PREFIX + name, options=options), model
+        plain = {"executor": EXECUTOR, "label": PREFIX + name, "options": options}
+        return AgentProfile.model_validate(plain), model
     if model is None:
         raise UsageError(
             "model_required",

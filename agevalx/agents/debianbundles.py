@@ -44,8 +44,8 @@ def build_debian(spec: BundleSpec, work: Path, platform: str) -> None:
             "bundle_platform_unsupported",
             f"the {spec.name} bundle is built from this machine's Debian packages, which are "
             f"not for {platform}",
-            hint=f"build it on a {platform} Debian machine (ageval agents build {spec.name}) "
-            "and bring it here (ageval agents export/import)",
+            hint=f"build it on a {platform} Debian bookworm machine and copy its built folder "
+            "(<bundles>/<key>/) into this machine's bundles folder",
         )
     architecture, triplet, loader = _DEBIAN[platform]
     with tempfile.TemporaryDirectory(prefix="ageval-debs-") as scratch:
@@ -97,9 +97,9 @@ def _download(spec: BundleSpec, into: Path, architecture: str) -> list[Path]:
 
 def _run(argv: list[str], name: str, cwd: Path | None = None) -> None:
     hint = (
-        f"the {name} bundle is made from Debian's packages: run it on a Debian machine with "
-        "apt (apt-get update first), or build it elsewhere (ageval agents build) and bring "
-        "it here (ageval agents export/import)"
+        f"the {name} bundle is made from Debian bookworm's packages: build it on a bookworm "
+        "machine with apt (apt-get update first), or copy its built folder (<bundles>/<key>/) "
+        "from one into this machine's bundles folder"
     )
     try:
         done = subprocess.run(

@@ -114,8 +114,9 @@ NOT_RUNNABLE = {
 }
 """Harbor agents that install nothing in the container, but that ageval does not run."""
 
-PROVIDERS = ("openai", "anthropic")
-"""The providers whose API the gateway relays for LiteLLM (`provider/model`)."""
+PROVIDERS = ("openai",)
+"""The providers a Harbor agent's LiteLLM talks to through the gateway (`provider/model`):
+OpenAI's chat completions, which any OpenAI-compatible server speaks."""
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ def split_model(model: str) -> tuple[Provider, str]:
             f"Harbor agents talk to their model through ageval's gateway with the APIs of "
             f"{', '.join(PROVIDERS)}, not {prefix!r}",
             field="--model",
-            hint="--model openai/MODEL (any OpenAI-compatible server) or anthropic/MODEL",
+            hint="--model openai/MODEL (any OpenAI-compatible server: $OPENAI_BASE_URL)",
         )
     return named, rest
 

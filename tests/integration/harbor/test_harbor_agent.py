@@ -193,3 +193,22 @@ def test_a_harbor_agent_ageval_cannot_run_offline_is_refused_before_any_containe
     assert error["code"] == code and error["field"] == "--agent", error
     assert said in f"{error['message']} {error['hint']}", error
     assert not (dataset / ".ageval" / "runs").exists(), "nothing ran"
+
+
+@pytest.mark.integration
+def test_harbors_nop_agent_runs_without_a_model_and_does_nothing(
+    harbor_python: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    docker_engine: object,
+) -> None:
+    dataset = tmp_path / "harbor-demo"
+    shutil.copytree(HARBOR_DEMO / "hello", dataset / "hello")
+    command = ["run", str(dataset), "--task", "hello", "--agent", "harbor:nop"]
+    exit_code = main([*command, "--keep-recovery-state", "--json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert result["status"] == "FAIL" and result["error"] is None, result
+    assert result["agents"] == {"solver": "harbor:nop"} and exit_code == 0
+    activity = dataset / ".ageval" / "runs" / result["attempt_id"] / "activity.jsonl"
+    kinds = [json.loads(line)["type"] for line in activity.read_text().splitlines()]
+    assert "terminal" not in kinds and "invocation" in kinds

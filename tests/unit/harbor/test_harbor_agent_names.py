@@ -104,8 +104,8 @@ def test_the_bound_profile_reads_the_provider_variables(
     assert profile.base_url == "http://localhost:8000/v1"
     assert profile.options.entry == "terminus-2"
     assert profile.model_dump()["options"]["provider"] == "openai"
-    profile, model = agents.harbor_profile("harbor:terminus-2", "anthropic/claude-x")
-    assert (profile.api_key, model) == ("${ANTHROPIC_API_KEY}", "claude-x")
+    profile, model = agents.harbor_profile("harbor:terminus-2", "my-model")
+    assert (profile.api_key, model) == ("${OPENAI_API_KEY}", "my-model")
     profile, model = agents.harbor_profile("harbor:nop", None)
     assert profile.api_key is None and profile.base_url is None and model is None
 
@@ -115,7 +115,7 @@ def test_terminus_2_needs_a_model_the_gateway_can_relay(harbor: dict[str, Any]) 
         agents.harbor_profile("harbor:terminus-2", None)
     assert caught.value.code == "model_required"
     with pytest.raises(UsageError) as caught:
-        agents.harbor_profile("harbor:terminus-2", "gemini/gemini-3")
+        agents.harbor_profile("harbor:terminus-2", "anthropic/claude-x")
     assert caught.value.code == "agent_provider_unsupported"
     with pytest.raises(UsageError) as caught:
         agents.harbor_profile("harbor:claude-code", "openai/m")

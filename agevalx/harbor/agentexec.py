@@ -117,6 +117,8 @@ class _Run:
         self.timed_out = False
 
     def execute(self) -> InvocationResult:
+        if self.agent.prepare is not None:
+            self._exec({"command": self.agent.prepare}, by="ageval")
         with tempfile.TemporaryDirectory(prefix="ageval-harbor-agent-") as trial_dir:
             config, environment = self._config(trial_dir)
             process = subprocess.Popen(
@@ -220,11 +222,13 @@ class _Run:
         except (SandboxFailure, RuntimeError, OSError, KeyError, TypeError) as exc:
             return _error("RuntimeError", str(exc))
 
-    def _exec(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _exec(self, message: dict[str, Any], by: str = "agent") -> dict[str, Any]:
+        """Run one command in the container and record it (`by` ageval: housekeeping of
+        the executor, not the agent's own)."""
         command = self.sandbox.prefix + str(message["command"])
         cwd = message.get("cwd") or self.sandbox.workdir
         user = message.get("user")
-        detail: dict[str, Any] = {"executor": "harbor", "agent": self.name}
+        detail: dict[str, Any] = {"executor": "harbor", "agent": self.name, "by": by}
         if user is not None:
             detail["user"] = user
         try:

@@ -97,12 +97,21 @@ class HostAgent:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Constructor arguments ageval passes (asciinema is installed over the network:
     terminus-2's terminal recording is turned off)."""
+    prepare: str | None = None
+    """A command ageval runs in the container before each invocation (recorded like the
+    agent's): terminus-2 names its tmux session after itself, so the session a previous
+    invocation left (another role, a second turn) is ended first."""
 
 
 RUNNABLE = {
     agent.name: agent
     for agent in (
-        HostAgent("terminus-2", (TMUX,), kwargs={"record_terminal_session": False}),
+        HostAgent(
+            "terminus-2",
+            (TMUX,),
+            kwargs={"record_terminal_session": False},
+            prepare="tmux kill-server 2>/dev/null; true",
+        ),
         HostAgent("nop", model=False),
     )
 }

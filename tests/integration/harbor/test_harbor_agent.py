@@ -30,6 +30,7 @@ from agevalx.cli import main
 from agevalx.harbor import agents as harbor_agents
 from agevalx.testing.harbor import VENV
 from tests.integration.agents.catalog.harness import (
+    AGEVAL_DATASET,
     HARBOR_DEMO,
     PROBE,
     PROBE_FILE,
@@ -212,3 +213,47 @@ def test_harbors_nop_agent_runs_without_a_model_and_does_nothing(
     activity = dataset / ".ageval" / "runs" / result["attempt_id"] / "activity.jsonl"
     kinds = [json.loads(line)["type"] for line in activity.read_text().splitlines()]
     assert "terminal" not in kinds and "invocation" in kinds
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_terminus_2_runs_again_in_the_same_container_for_a_second_invocation(
+    harbor_python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    docker_engine: object,
+) -> None:
+    """terminus-2 names its tmux session after itself: the session of the first invocation
+    is ended (a recorded step of ageval's) before the second starts its own."""
+    HarborHarness(tmp_path, monkeypatch, capsys)  # the tmux bundle, built once
+    dataset = tmp_path / "two-turns"
+    shutil.copytree(AGEVAL_DATASET, dataset)
+    task = dataset / "tasks" / "write-answer"
+    task_yaml = task / "task.yaml"
+    task_yaml.write_text(
+        task_yaml.read_text().replace("agent_invocations: 1", "agent_invocations: 2")
+    )
+    (task / "run.py").write_text(
+        "def run(ctx):\n"
+        '    ctx.invoke("solver", ctx.prompt("task.md"))\n'
+        '    ctx.invoke("solver", "Check that answer.txt holds 42.")\n'
+    )
+    replies = yaml.safe_load((SCRIPTS / "hello-terminus-2.yaml").read_text())
+    for reply in replies:
+        reply["message"] = reply["message"].replace(SOLVE, "echo 42 > answer.txt")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-two-turns")
+    with MockLLM(replies + replies) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://localhost:{server.port}/v1")
+        command = ["run", str(dataset), "--agent", AGENT, "--model", MODEL]
+        exit_code = main([*command, "--keep-recovery-state", "--json"])
+        served = len(server.completions)
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert exit_code == 0 and result["status"] == "PASS", result
+    assert result["invocations"] == 2 and served == 6
+    activity = dataset / ".ageval" / "runs" / result["attempt_id"] / "activity.jsonl"
+    actions = [json.loads(line) for line in activity.read_text().splitlines()]
+    ended = [a for a in actions if a["type"] == "terminal" and "kill-server" in a["command"]]
+    assert [a["detail"]["by"] for a in ended] == ["ageval", "ageval"]
+    started = [a for a in actions if a["type"] == "terminal" and "new-session" in a["command"]]
+    assert [a["exit_code"] for a in started] == [0, 0]

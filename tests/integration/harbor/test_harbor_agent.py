@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,34 @@ def test_terminus_2_runs_again_in_the_same_container_for_a_second_invocation(
     assert [a["detail"]["by"] for a in ended] == ["ageval", "ageval"]
     started = [a for a in actions if a["type"] == "terminal" and "new-session" in a["command"]]
     assert [a["exit_code"] for a in started] == [0, 0]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_terminus_2_is_stopped_at_the_wall_time(
+    harbor_python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    docker_engine: object,
+) -> None:
+    """A command the model waits a minute for outlives a 20 s wall time: the runner is
+    killed, the attempt's limit is the wall time and the verifier still scores."""
+    HarborHarness(tmp_path, monkeypatch, capsys)
+    dataset = tmp_path / "slow"
+    shutil.copytree(AGEVAL_DATASET, dataset)
+    task_yaml = dataset / "tasks" / "write-answer" / "task.yaml"
+    text = task_yaml.read_text().replace("wall_time_seconds: 300", "wall_time_seconds: 20")
+    task_yaml.write_text(text)
+    wait = {"keystrokes": "sleep 300\n", "duration": 60}
+    reply = {"analysis": "a", "plan": "b", "commands": [wait], "task_complete": False}
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-slow")
+    with MockLLM([{"message": json.dumps(reply)}]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://localhost:{server.port}/v1")
+        command = ["run", str(dataset), "--agent", AGENT, "--model", MODEL]
+        main([*command, "--json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert result["status"] == "FAIL" and result["limit"] == "wall_time_seconds", result
+    assert 19 < result["seconds"]["run"] < 40, result["seconds"]
+    runners = subprocess.run(["pgrep", "-f", str(harbor_agents.RUNNER)], capture_output=True)
+    assert runners.stdout == b"", "the runner was left running"

@@ -2,13 +2,16 @@
 
 Some agents need a program in the container that task images do not carry (terminus-2 drives
 tmux). Such a bundle is made from Debian's packages, downloaded by `apt-get download` at the
-exact versions of the spec (`packages`) and unpacked with `dpkg-deb`:
+versions of the spec (`packages`; an empty version takes apt's candidate) and unpacked with
+`dpkg-deb`. When apt cannot find them, its package lists are refreshed once (`apt-get
+update`) and the download tried again.
 
     <bundle>/libexec/<name>     the program (from `wrappers`: name -> path inside the packages)
     <bundle>/lib/               every shared library the packages hold at the top of their
                                 lib/<triplet>/ folders, the C library and its loader included
     <bundle>/bin/<name>         `exec <bundle>/lib/<loader> --library-path <bundle>/lib
                                 <bundle>/libexec/<name> "$@"`
+    <bundle>/versions.txt       the packages used, `name version` per line
 
 The program starts on the bundle's own loader and C library, so it needs none of the
 image's libraries (an older glibc, musl, or none); the programs it starts (a shell) are the
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from urllib.parse import unquote
 
 from agevalx.agents.bundles import BundleError, BundleSpec
 
@@ -50,8 +54,12 @@ def build_debian(spec: BundleSpec, work: Path, platform: str) -> None:
     architecture, triplet, loader = _DEBIAN[platform]
     with tempfile.TemporaryDirectory(prefix="ageval-debs-") as scratch:
         unpacked = Path(scratch) / "root"
+        versions = []
         for deb in _download(spec, Path(scratch), architecture):
             _run(["dpkg-deb", "-x", str(deb), str(unpacked)], spec.name)
+            name, version, _ = deb.name.split("_", 2)
+            versions.append(f"{name} {unquote(version)}\n")
+        (work / "versions.txt").write_text("".join(versions))
         libraries = work / "lib"
         libraries.mkdir()
         for folder in (unpacked / "lib" / triplet, unpacked / "usr" / "lib" / triplet):
@@ -83,8 +91,17 @@ def _wrapper(name: str, loader: str) -> str:
 
 
 def _download(spec: BundleSpec, into: Path, architecture: str) -> list[Path]:
-    wanted = [f"{name}:{architecture}={version}" for name, version in spec.packages]
-    _run(["apt-get", "download", *wanted], spec.name, cwd=into)
+    wanted = [
+        f"{name}:{architecture}" + (f"={version}" if version else "")
+        for name, version in spec.packages
+    ]
+    try:
+        _run(["apt-get", "download", *wanted], spec.name, cwd=into)
+    except BundleError as exc:
+        if exc.code != "bundle_build_failed":
+            raise
+        _run(["apt-get", "update", "-qq"], spec.name)  # empty or stale package lists
+        _run(["apt-get", "download", *wanted], spec.name, cwd=into)
     debs = sorted(into.glob("*.deb"))
     if len(debs) != len(spec.packages):
         raise BundleError(

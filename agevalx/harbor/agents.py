@@ -68,10 +68,10 @@ TMUX = BundleSpec(
     kind="debian",
     packages=(
         ("tmux", "3.3a-3"),
-        ("libevent-core-2.1-7", "2.1.12-stable-8+deb12u1"),
-        ("libtinfo6", "6.4-4"),
-        ("libutempter0", "1.2.1-3"),
-        ("libc6", "2.36-9+deb12u14"),
+        ("libevent-core-2.1-7", ""),
+        ("libtinfo6", ""),
+        ("libutempter0", ""),
+        ("libc6", ""),
     ),
     node="",
     entry="bin/tmux",
@@ -79,7 +79,10 @@ TMUX = BundleSpec(
     wrappers=(("tmux", "usr/bin/tmux"),),
 )
 """tmux and the C library it runs on, from Debian bookworm's packages: `bin/tmux` starts it
-with the bundle's own dynamic loader, so it needs nothing of the image's libraries."""
+with the bundle's own dynamic loader, so it needs nothing of the image's libraries. tmux is
+pinned; its libraries are bookworm's current ones (Debian's mirror keeps only the latest
+security update of each, so a pinned libc6 would stop building at the next one); the
+versions used are in the bundle's `versions.txt`."""
 
 TOOL_BUNDLES = {TMUX.name: TMUX}
 

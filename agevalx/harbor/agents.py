@@ -269,6 +269,8 @@ def runnable(name: str, info: HarborInfo) -> HostAgent:
     agent = RUNNABLE.get(name)
     if agent is None:
         reason = NOT_RUNNABLE.get(name, "it has not been tried with ageval")
+        if not info.agent.get("registered", True):
+            reason = f"Harbor {info.version} knows the name but has no agent class for it"
         raise UsageError(
             UNSUPPORTED,
             f"ageval does not run Harbor's {name}: {reason}",

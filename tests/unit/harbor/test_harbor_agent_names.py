@@ -82,6 +82,13 @@ def test_host_side_agents_ageval_does_not_run_say_why() -> None:
         assert caught.value.code == agents.UNSUPPORTED and said in caught.value.message
 
 
+def test_a_name_harbor_has_no_class_for_is_refused() -> None:
+    bare = agents.HarborInfo("/py", "0.26.0", NAMES, {"name": "terminus", "registered": False})
+    with pytest.raises(UsageError) as caught:
+        agents.runnable("terminus", bare)
+    assert caught.value.code == agents.UNSUPPORTED and "no agent class" in caught.value.message
+
+
 def test_terminus_2_runs_with_the_tmux_bundle_and_no_terminal_recording() -> None:
     agent = agents.runnable("terminus-2", info("terminus-2"))
     assert agent.bundles == (agents.TMUX,) and agent.model

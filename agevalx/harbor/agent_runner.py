@@ -11,7 +11,8 @@ Python (>= 3.12) and it imports nothing of ageval. Two commands:
 then awaits `setup` and `run` against an environment whose `exec`, uploads and downloads are
 requests to ageval: one JSON line on stdout per request, one JSON line on stdin per answer.
 ageval carries them out in its attempt container and records them before answering. The last
-line is `{"op": "done", "context": ...}` (the agent's token counts) or `{"op": "failed"}`.
+line is `{"op": "done", "context": ..., "steps": ...}` (the agent's token counts, and its
+messages and tool calls from its trajectory) or `{"op": "failed"}`.
 Anything else the agent prints goes to stderr (stdout is kept for the requests alone).
 """
 
@@ -27,6 +28,12 @@ import sys
 import traceback
 from pathlib import Path
 from typing import IO, Any
+
+STEP_TEXT = 64 * 1024
+"""Characters of one step's message sent back."""
+
+MAX_STEPS = 10_000
+"""Steps sent back at most."""
 
 
 class Channel:
@@ -180,7 +187,34 @@ async def run(config: dict[str, Any], channel: Channel) -> dict[str, Any]:
         await agent.run(config["instruction"], environment, context)
     finally:
         agent.populate_context_post_run(context)
-    return dict(context.model_dump(mode="json", exclude={"rollout_details", "metadata"}))
+    return {
+        "context": context.model_dump(mode="json", exclude={"rollout_details", "metadata"}),
+        "steps": agent_steps(paths.agent_dir / "trajectory.json"),
+    }
+
+
+def agent_steps(trajectory: Path) -> list[dict[str, Any]]:
+    """The agent's own steps of the ATIF trajectory it wrote (when it writes one, as
+    terminus-2 does): its message and its tool calls, each message cut at `STEP_TEXT`."""
+    try:
+        steps = json.loads(trajectory.read_text(encoding="utf-8")).get("steps") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [
+        {
+            "message": str(step.get("message") or "")[:STEP_TEXT],
+            "tool_calls": [
+                {
+                    "id": call.get("tool_call_id"),
+                    "name": call.get("function_name"),
+                    "arguments": call.get("arguments"),
+                }
+                for call in step.get("tool_calls") or []
+            ],
+        }
+        for step in steps[:MAX_STEPS]
+        if isinstance(step, dict) and step.get("source") == "agent"
+    ]
 
 
 def main(argv: list[str]) -> int:
@@ -197,7 +231,7 @@ def main(argv: list[str]) -> int:
     config = json.loads(sys.stdin.readline())
     channel = Channel(requests, sys.stdin)
     try:
-        context = asyncio.run(run(config, channel))
+        outcome = asyncio.run(run(config, channel))
     except BaseException as exc:  # reported to ageval, which makes it the attempt's error
         channel.send(
             {
@@ -207,7 +241,7 @@ def main(argv: list[str]) -> int:
             }
         )
         return 1
-    channel.send({"op": "done", "context": context})
+    channel.send({"op": "done", **outcome})
     return 0
 
 

@@ -298,8 +298,33 @@ class _Run:
             )
             if context.get(field) is not None
         }
+        steps = [step for step in final.get("steps") or [] if isinstance(step, dict)]
+        for step in steps:
+            self._transcribe(step)
         self.recorder.transcript({"type": "harbor_agent", "agent": self.name, "context": context})
-        return InvocationResult(stop_reason="end_turn", usage=self.recorder.redactor.value(usage))
+        output = str(steps[-1].get("message") or "") if steps else ""
+        return InvocationResult(
+            stop_reason="end_turn",
+            output=self.recorder.redactor.text(output),
+            usage=self.recorder.redactor.value(usage),
+        )
+
+    def _transcribe(self, step: dict[str, Any]) -> None:
+        """One step of the agent's trajectory as ACP session updates: its message, then its
+        tool calls (terminus-2's keystrokes), so the transcript reads like an ACP agent's."""
+        text = {"type": "text", "text": str(step.get("message") or "")}
+        message = {"sessionUpdate": "agent_message_chunk", "content": text}
+        self.recorder.transcript({"type": "session_update", "update": message})
+        for call in step.get("tool_calls") or []:
+            update = {
+                "sessionUpdate": "tool_call",
+                "toolCallId": call.get("id"),
+                "title": call.get("name"),
+                "kind": "execute",
+                "status": "completed",
+                "rawInput": call.get("arguments"),
+            }
+            self.recorder.transcript({"type": "session_update", "update": update})
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -140,6 +140,15 @@ class HarborHarness(AgentHarness):
         assert all(a["exit_code"] is not None for a in terminal)
         assert attempt.secret not in "\n".join(lines)
 
+    def check_transcript(self, attempt: Attempt) -> None:
+        """terminus-2's messages and keystrokes are in the transcript as ACP updates."""
+        lines = (attempt.directory / "transcript.jsonl").read_text().splitlines()
+        updates = [e["update"] for e in map(json.loads, lines) if e["type"] == "session_update"]
+        messages = [u for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+        assert len(messages) == 3 and "Plan: Confirm" in messages[-1]["content"]["text"]
+        calls = [u for u in updates if u["sessionUpdate"] == "tool_call"]
+        assert any(SOLVE in json.dumps(call["rawInput"]) for call in calls), calls
+
 
 @pytest.fixture
 def harbor_python(monkeypatch: pytest.MonkeyPatch) -> str:
@@ -163,6 +172,7 @@ def test_terminus_2_solves_harbor_hello_and_an_ageval_task(
         assert attempt.result["agents"] == {"solver": AGENT}
         assert attempt.requests == 3, "terminus-2 confirms task_complete: three model turns"
         harness.check_terminal_actions(attempt)
+        harness.check_transcript(attempt)
         harness.check_all(attempt)
 
 

@@ -352,7 +352,10 @@ def implementation(entry: str | None) -> dict[str, str]:
     """What a Harbor agent's run is keyed by: Harbor's version, the agent, the runner's
     source, and the specs of the bundles it uses."""
     name = agent_name(entry or "")
-    agent, info = checked_agent(name)
+    try:
+        agent, info = checked_agent(name)
+    except AgevalError as exc:  # a profiles file's agent (--agent's were checked already)
+        raise type(exc)(exc.code, exc.message, field="options.entry", hint=exc.hint) from None
     materials = [
         {k: v for k, v in spec.key_material("").items() if k != "platform"}
         for spec in agent.bundles

@@ -218,3 +218,10 @@ def test_the_debian_builder_refuses_another_machines_platform(tmp_path: Path) ->
     with pytest.raises(bundles.BundleError) as caught:
         build_debian(agents.TMUX, tmp_path, "linux-s390x")
     assert caught.value.code == "bundle_platform_unsupported"
+
+
+def test_a_profiles_files_harbor_agent_is_refused_naming_its_field(harbor: dict[str, Any]) -> None:
+    harbor["pi"] = True
+    with pytest.raises(UsageError) as caught:
+        implementation("harbor", "pi")
+    assert caught.value.code == agents.NEEDS_NETWORK and caught.value.field == "options.entry"

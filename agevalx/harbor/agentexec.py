@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -44,7 +45,7 @@ from agevalx.agents.base import (
     WallTimeExceeded,
 )
 from agevalx.agents.bundles import mount_point
-from agevalx.agents.catalog.base import provider_named
+from agevalx.agents.catalog.base import PROVIDERS, provider_named
 from agevalx.environments.container import AttemptContainer, ExecResult, find_container
 from agevalx.gateway.attempt import CONTAINER_HOST
 from agevalx.harbor import agents
@@ -55,6 +56,13 @@ STDERR_LINES = 200
 
 AGEVAL_VARIABLES = {"AGEVAL_MODEL", "AGEVAL_BASE_URL", "AGEVAL_API_KEY"}
 """Invocation variables that are ageval's, not the task's agent environment."""
+
+MODEL_VARIABLES = frozenset(
+    {provider.key_variable for provider in PROVIDERS.values()}
+    | {provider.base_url_variable for provider in PROVIDERS.values()}
+    | {"OPENAI_API_BASE"}
+)
+"""Variables that name a model key or endpoint: never handed to a Harbor agent by the task."""
 
 
 class AgentSandbox(VerifierSandbox):
@@ -159,7 +167,7 @@ class _Run:
         invocation = self.invocation
         profile = invocation.profile
         environ = invocation.environ
-        task_env = {k: v for k, v in environ.items() if k not in AGEVAL_VARIABLES}
+        task_env = agent_environment(environ)
         config: dict[str, Any] = {
             "agent": self.name,
             "instruction": invocation.prompt,
@@ -325,6 +333,18 @@ class _Run:
                 "rawInput": call.get("arguments"),
             }
             self.recorder.transcript({"type": "session_update", "update": update})
+
+
+def agent_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The task's agent environment as the Harbor agent gets it (`extra_env`: terminus-2
+    puts it into its tmux session, in the container): without ageval's variables, and
+    without any provider's key or endpoint variable, which only the gateway's route sets (a
+    Harbor job config often passes `OPENAI_API_KEY` to its agent)."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if name not in AGEVAL_VARIABLES and name not in MODEL_VARIABLES
+    }
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

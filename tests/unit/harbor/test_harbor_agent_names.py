@@ -225,3 +225,15 @@ def test_a_profiles_files_harbor_agent_is_refused_naming_its_field(harbor: dict[
     with pytest.raises(UsageError) as caught:
         implementation("harbor", "pi")
     assert caught.value.code == agents.NEEDS_NETWORK and caught.value.field == "options.entry"
+
+
+def test_the_task_cannot_hand_a_model_key_to_a_harbor_agent() -> None:
+    environ = {
+        "AGEVAL_API_KEY": "ageval-gw-token",
+        "AGEVAL_BASE_URL": "http://host.docker.internal:1/v1",
+        "OPENAI_API_KEY": "sk-real",
+        "OPENAI_API_BASE": "https://example.invalid",
+        "ANTHROPIC_API_KEY": "sk-real",
+        "DATA_DIR": "/data",
+    }
+    assert agentexec.agent_environment(environ) == {"DATA_DIR": "/data"}

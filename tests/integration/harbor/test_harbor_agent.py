@@ -17,6 +17,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,19 @@ class HarborHarness(AgentHarness):
                 self.provider.base_url_variable, f"http://localhost:{server.port}/v1"
             )
             yield server
+
+    def run_with(self, source: Path, task: str, extra: tuple[str, ...]) -> Attempt:
+        """`run` with more command-line arguments."""
+        secret = f"sk-terminus-2-test-{uuid.uuid4().hex}"
+        self.monkeypatch.setenv(self.provider.key_variable, secret)
+        dataset = self._copy(source)
+        command = ["run", str(dataset), "--agent", AGENT, "--model", MODEL, "--task", task]
+        with self._model() as server:
+            code = main([*command, *extra, "--keep-recovery-state", "--json"])
+            requests = len(server.completions)
+        (result,) = json.loads(self.capsys.readouterr().out)["results"]
+        assert code == 0 and result["status"] == "PASS", json.dumps(result, indent=2)
+        return Attempt(dataset, result, secret, requests)
 
     def check_key_absent(self, attempt: Attempt) -> None:
         """The real key is in no process, file or image metadata of the container; the
@@ -299,3 +313,24 @@ def test_terminus_2_is_stopped_at_the_wall_time(
     assert 19 < result["seconds"]["run"] < 40, result["seconds"]
     runners = subprocess.run(["pgrep", "-f", str(harbor_agents.RUNNER)], capture_output=True)
     assert runners.stdout == b"", "the runner was left running"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_key_the_job_hands_the_agent_stays_on_the_host(
+    harbor_python: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    docker_engine: object,
+) -> None:
+    """Harbor job configs pass the key in the agent's env; terminus-2 would put it into its
+    tmux session: ageval drops it there, and the gateway's token goes to LiteLLM instead."""
+    harness = HarborHarness(tmp_path, monkeypatch, capsys)
+    agent_env = {"agent_env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}", "MARK": "kept"}}
+    attempt = harness.run_with(HARBOR_DEMO, "hello", ("--env-params", json.dumps(agent_env)))
+    harness.check_key_absent(attempt)
+    harness.check_usage(attempt)
+    lines = (attempt.directory / "activity.jsonl").read_text().splitlines()
+    started = [a for a in map(json.loads, lines) if "new-session" in (a.get("command") or "")]
+    assert "MARK=kept" in started[0]["command"] and "OPENAI_API_KEY" not in started[0]["command"]

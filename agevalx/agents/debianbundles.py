@@ -11,6 +11,9 @@ update`) and the download tried again.
                                 lib/<triplet>/ folders, the C library and its loader included
     <bundle>/bin/<name>         `exec <bundle>/lib/<loader> --library-path <bundle>/lib
                                 <bundle>/libexec/<name> "$@"`
+    <bundle>/locale/C.utf8/     C.UTF-8 (when libc-bin is among the packages): given to the
+                                program (LOCPATH) only when it fails without it, on an image
+                                that has no UTF-8 locale its C library can load
     <bundle>/versions.txt       the packages used, `name version` per line
 
 The program starts on the bundle's own loader and C library, so it needs none of the
@@ -31,6 +34,9 @@ from urllib.parse import unquote
 from agevalx.agents.bundles import BundleError, BundleSpec
 
 APT_TIMEOUT = 600.0
+
+UTF8_LOCALE = "C.utf8"
+"""The locale kept from the packages (libc-bin's), for images that have no UTF-8 locale."""
 
 _DEBIAN = {
     "linux-x64": ("amd64", "x86_64-linux-gnu", "ld-linux-x86-64.so.2"),
@@ -68,6 +74,9 @@ def build_debian(spec: BundleSpec, work: Path, platform: str) -> None:
                     shutil.copy2(path, libraries / path.name)
         if not (libraries / loader).is_file():
             raise BundleError("bundle_build_failed", f"the packages hold no {loader}")
+        locale = unpacked / "usr" / "lib" / "locale" / UTF8_LOCALE
+        if locale.is_dir():
+            shutil.copytree(locale, work / "locale" / UTF8_LOCALE)
         for name, program in spec.wrappers:
             source = unpacked / program
             if not source.is_file():
@@ -77,16 +86,25 @@ def build_debian(spec: BundleSpec, work: Path, platform: str) -> None:
             shutil.copy2(source, target)
             wrapper = work / "bin" / name
             wrapper.parent.mkdir(exist_ok=True)
-            wrapper.write_text(_wrapper(name, loader))
+            wrapper.write_text(_wrapper(name, loader, locale=locale.is_dir()))
             wrapper.chmod(0o755)
 
 
-def _wrapper(name: str, loader: str) -> str:
+def _wrapper(name: str, loader: str, *, locale: bool) -> str:
+    run = f'"$root/lib/{loader}" --library-path "$root/lib" "$root/libexec/{name}"'
+    fallback = (
+        "# A program that needs a UTF-8 locale (tmux) gets the bundle's C.UTF-8 when the image\n"
+        "# has none its C library can load (LOCPATH; the programs it starts inherit it).\n"
+        f'if ! {run} -V >/dev/null 2>&1; then LOCPATH="$root/locale"; export LOCPATH; fi\n'
+        if locale
+        else ""
+    )
     return (
         "#!/bin/sh\n"
         f"# Written by ageval: {name} on this bundle's own loader and C library.\n"
         'root="${0%/*}/.."\n'
-        f'exec "$root/lib/{loader}" --library-path "$root/lib" "$root/libexec/{name}" "$@"\n'
+        f"{fallback}"
+        f'exec {run} "$@"\n'
     )
 
 

@@ -72,6 +72,7 @@ TMUX = BundleSpec(
         ("libtinfo6", ""),
         ("libutempter0", ""),
         ("libc6", ""),
+        ("libc-bin", ""),
     ),
     node="",
     entry="bin/tmux",

@@ -334,3 +334,38 @@ def test_a_key_the_job_hands_the_agent_stays_on_the_host(
     lines = (attempt.directory / "activity.jsonl").read_text().splitlines()
     started = [a for a in map(json.loads, lines) if "new-session" in (a.get("command") or "")]
     assert "MARK=kept" in started[0]["command"] and "OPENAI_API_KEY" not in started[0]["command"]
+
+
+NO_LIBC_IMAGE = "ageval-test/harbor-tmux-no-libc:1"
+NO_LIBC_DOCKERFILE = """FROM scratch
+COPY busybox /bin/busybox
+RUN ["/bin/busybox", "--install", "-s", "/bin"]
+RUN mkdir -p -m 1777 /tmp
+"""
+
+
+@pytest.mark.integration
+def test_the_tmux_bundle_runs_on_an_image_without_a_c_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docker_engine: object
+) -> None:
+    """An image of Debian's static busybox alone (no libc, no locale): the bundle's tmux
+    starts a session there on its own loader, C library and C.UTF-8."""
+    monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
+    bundle = bundles.ensure_bundle(harbor_agents.TMUX.name)
+    context = tmp_path / "context"
+    context.mkdir()
+    subprocess.run(["apt-get", "download", "busybox-static"], cwd=tmp_path, check=True)
+    (deb,) = tmp_path.glob("busybox-static_*.deb")
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "x")], check=True)
+    shutil.copy2(tmp_path / "x" / "bin" / "busybox", context / "busybox")
+    (context / "Dockerfile").write_text(NO_LIBC_DOCKERFILE)
+    _docker("build", "-q", "-t", NO_LIBC_IMAGE, str(context))
+    script = (
+        "export PATH=/opt/tmux/bin:$PATH; tmux -V; ls /lib /usr/lib 2>&1;"
+        " tmux new-session -d -s t sh && tmux send-keys -t t -- 'echo made-by-tmux > /tmp/o'"
+        " Enter && sleep 1 && cat /tmp/o"
+    )
+    mount = f"{bundle.path}:/opt/tmux:ro"
+    done = _docker("run", "--rm", "-v", mount, NO_LIBC_IMAGE, "sh", "-c", script, check=False)
+    assert "tmux 3.3a" in done.stdout and "made-by-tmux" in done.stdout, done
+    assert "No such file or directory" in done.stdout, "the image has a /lib of its own"

@@ -134,13 +134,13 @@ class BundleSpec:
         return material
 
 
-
-
 def known_bundles() -> dict[str, BundleSpec]:
-    """Known bundles by name (= profile entry): every agent of the catalog."""
+    """Known bundles by name (= profile entry): every agent of the catalog, and the tools
+    Harbor's agents use in the container (`agevalx.harbor.agents.TOOL_BUNDLES`)."""
     from agevalx.agents import catalog
+    from agevalx.harbor.agents import TOOL_BUNDLES
 
-    return {name: agent.bundle for name, agent in catalog.agents().items()}
+    return {**TOOL_BUNDLES, **{name: agent.bundle for name, agent in catalog.agents().items()}}
 
 
 def bundle_spec(name: str) -> BundleSpec | None:
@@ -268,6 +268,16 @@ def entry_bundle(profile: Mapping[str, Any]) -> BundleSpec | None:
     return bundle_spec(words[0]) if words else None
 
 
+def _profile_bundles(profile: Mapping[str, Any]) -> tuple[BundleSpec, ...]:
+    """The bundles a role's profile mounts: its ACP agent's, or its Harbor agent's tools."""
+    if profile.get("executor") == "harbor":
+        from agevalx.harbor.agents import tool_bundles
+
+        return tool_bundles(profile)
+    spec = entry_bundle(profile)
+    return () if spec is None else (spec,)
+
+
 def container_mounts(
     roles: Mapping[str, Mapping[str, Any]], *, cache_dir: Path | None = None
 ) -> tuple[tuple[str, str], ...]:
@@ -276,7 +286,7 @@ def container_mounts(
     `roles` are the lock's role profiles (`lock["binding"]["roles"]`). Bundles missing on
     this machine are built here, before the attempt container starts.
     """
-    names = sorted({spec.name for spec in map(entry_bundle, roles.values()) if spec})
+    names = sorted({spec.name for profile in roles.values() for spec in _profile_bundles(profile)})
     return tuple(ensure_bundle(name, cache_dir=cache_dir).mount for name in names)
 
 

@@ -137,28 +137,13 @@ class BundleSpec:
         return material
 
 
-PI = BundleSpec(
-    name="pi",
-    packages=(("pi-acp", "0.0.34"), ("@earendil-works/pi-coding-agent", "1.6.0")),
-    node="22.23.5",
-    entry="node_modules/pi-acp/dist/index.js",
-    wrappers=(("pi", "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"),),
-    environment=(
-        ("PI_ACP_PI_COMMAND", "{root}/bin/pi"),
-        ("PI_OFFLINE", "1"),
-        ("PI_SKIP_VERSION_CHECK", "1"),
-        ("PI_TELEMETRY", "0"),
-    ),
-    prune=("node_modules/node-linux-*/include", "node_modules/node-linux-*/share", "**/*.map"),
-)
-"""pi (`@earendil-works/pi-coding-agent`) behind its ACP adapter `pi-acp`."""
-
-
 def known_bundles() -> dict[str, BundleSpec]:
-    """Known bundles by name (= profile entry): every agent of the catalog."""
+    """Known bundles by name (= profile entry): every agent of the catalog, and the tools
+    Harbor's agents use in the container (`agevalx.harbor.agents.TOOL_BUNDLES`)."""
     from agevalx.agents import catalog
+    from agevalx.harbor.agents import TOOL_BUNDLES
 
-    return {name: agent.bundle for name, agent in catalog.agents().items()}
+    return {**TOOL_BUNDLES, **{name: agent.bundle for name, agent in catalog.agents().items()}}
 
 
 def bundle_spec(name: str) -> BundleSpec | None:
@@ -286,6 +271,16 @@ def entry_bundle(profile: Mapping[str, Any]) -> BundleSpec | None:
     return bundle_spec(words[0]) if words else None
 
 
+def _profile_bundles(profile: Mapping[str, Any]) -> tuple[BundleSpec, ...]:
+    """The bundles a role's profile mounts: its ACP agent's, or its Harbor agent's tools."""
+    if profile.get("executor") == "harbor":
+        from agevalx.harbor.agents import tool_bundles
+
+        return tool_bundles(profile)
+    spec = entry_bundle(profile)
+    return () if spec is None else (spec,)
+
+
 def container_mounts(
     roles: Mapping[str, Mapping[str, Any]], *, cache_dir: Path | None = None
 ) -> tuple[tuple[str, str], ...]:
@@ -294,7 +289,7 @@ def container_mounts(
     `roles` are the lock's role profiles (`lock["binding"]["roles"]`). Bundles missing on
     this machine are built here, before the attempt container starts.
     """
-    names = sorted({spec.name for spec in map(entry_bundle, roles.values()) if spec})
+    names = sorted({spec.name for profile in roles.values() for spec in _profile_bundles(profile)})
     return tuple(ensure_bundle(name, cache_dir=cache_dir).mount for name in names)
 
 
@@ -444,30 +439,46 @@ def _npm_install(program: str, work: Path, platform: str) -> None:
         "--no-fund",
         *_platform_flags(platform),
     ]
-    environment = {**os.environ, **NPM_QUIET}
+    missing = BundleError(
+        "bundle_npm_missing", f"cannot run {program}", hint="install npm or set AGEVAL_NPM"
+    )
+    run_step(argv, "npm install", cwd=work, env={**os.environ, **NPM_QUIET}, missing=missing)
+
+
+def run_step(
+    argv: list[str],
+    what: str,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    missing: BundleError | None = None,
+) -> None:
+    """Run one step of a build (`what` names it in errors): `bundle_build_failed` with the
+    end of its output when it fails or outlasts `BUILD_TIMEOUT`; `missing` when the program
+    cannot be started."""
     try:
         done = subprocess.run(
             argv,
-            cwd=work,
-            env=environment,
+            cwd=cwd,
+            env=None if env is None else dict(env),
             capture_output=True,
             text=True,
             timeout=BUILD_TIMEOUT,
             check=False,
         )
     except FileNotFoundError:
-        raise BundleError(
-            "bundle_npm_missing", f"cannot run {program}", hint="install npm or set AGEVAL_NPM"
-        ) from None
+        if missing is None:
+            raise
+        raise missing from None
     except subprocess.TimeoutExpired:
         raise BundleError(
-            "bundle_build_failed", f"npm install took longer than {BUILD_TIMEOUT:g} s"
+            "bundle_build_failed", f"{what} took longer than {BUILD_TIMEOUT:g} s"
         ) from None
     if done.returncode != 0:
         output = (done.stderr or done.stdout).strip()
         raise BundleError(
             "bundle_build_failed",
-            f"npm install failed with exit code {done.returncode}",
+            f"{what} failed with exit code {done.returncode}",
             hint=output[-1500:] or None,
         )
 

@@ -3,7 +3,8 @@
 A run is keyed by the code that acted in it: the scripted agent's source for a role that
 runs it, an agent bundle's spec (packages and versions) for a bundled agent such as pi. An
 agent installed in the task image is covered by the image's key; the oracle runs the task's
-own solution, which the run's task files cover.
+own solution, which the run's task files cover. A Harbor agent (`executor: harbor`) is
+keyed by Harbor's version, the agent's name, ageval's runner and its tool bundles.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from agevalx.hashing import digest_bytes, digest_json
 
 
 def implementation(executor: str, entry: str | None) -> dict[str, str] | None:
-    """`{"scripted_agent": <source digest>}`, `{"bundle": <name>, "spec": <digest>}`, or
-    None for an agent whose code the run's other inputs already name."""
+    """`{"scripted_agent": <source digest>}`, `{"bundle": <name>, "spec": <digest>}`, a
+    Harbor agent's (see `agevalx.harbor.agents.implementation`), or None for an agent whose
+    code the run's other inputs already name."""
+    if executor == "harbor":
+        from agevalx.harbor.agents import implementation as harbor_implementation
+
+        return harbor_implementation(entry)
     if executor != "acp" or not entry:
         return None
     try:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agevalx.agents.bundles import BUILD_TIMEOUT, BundleError
+from agevalx.agents.bundles import BUILD_TIMEOUT, BundleError, run_step
 
 if TYPE_CHECKING:
     from agevalx.agents.bundles import BundleSpec
@@ -236,7 +236,7 @@ def build_python(spec: BundleSpec, work: Path, platform: str) -> None:
     _download(spec, debian_packages(minor, runtime), runtime.suite, arch, staging)
     _check_version(spec, debs, minor)
     for deb in sorted(debs.glob("*.deb")):
-        _run(spec.name, ["dpkg-deb", "-x", str(deb), str(tree)], "cannot unpack " + deb.name)
+        run_step(["dpkg-deb", "-x", str(deb), str(tree)], f"unpacking {deb.name}")
     python = work / "python"
     _layout(tree, python, minor, triplet, loader)
     (work / DEBIAN).write_text("".join(f"{deb.name}\n" for deb in sorted(debs.glob("*.deb"))))
@@ -315,11 +315,10 @@ def _download(
     ]
     if os.geteuid() == 0:  # root: apt would drop to _apt, which cannot write our folders
         options.append("-oAPT::Sandbox::User=root")
-    _run(spec.name, [program, *options, "update"], f"apt-get update of Debian {suite} failed")
-    _run(
-        spec.name,
+    run_step([program, *options, "update"], f"apt-get update of Debian {suite}")
+    run_step(
         [program, *options, "download", *packages],
-        f"apt-get download from Debian {suite} failed",
+        f"apt-get download from Debian {suite}",
         cwd=staging / "debs",
     )
 
@@ -442,20 +441,3 @@ def _fail(name: str, failure: str, done: subprocess.CompletedProcess[str]) -> No
         f"building the {name} bundle: {failure} (exit code {done.returncode})",
         hint=output[-1500:] or None,
     )
-
-
-def _run(name: str, argv: list[str], failure: str, cwd: Path | None = None) -> None:
-    try:
-        done = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False
-        )
-    except FileNotFoundError:
-        raise BundleError(
-            "bundle_build_failed", f"building the {name} bundle: cannot run {argv[0]}"
-        ) from None
-    except subprocess.TimeoutExpired:
-        raise BundleError(
-            "bundle_build_failed", f"{failure}: took longer than {BUILD_TIMEOUT:g} s"
-        ) from None
-    if done.returncode != 0:
-        _fail(name, failure, done)

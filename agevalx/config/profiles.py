@@ -101,8 +101,9 @@ class Extension(StrictModel):
 class AgentProfile(StrictModel):
     """One agent profile (role binding)."""
 
-    executor: Literal["acp", "oracle"]
-    """`acp`: an Agent Client Protocol agent; `oracle`: the task's solution/."""
+    executor: Literal["acp", "oracle", "harbor"]
+    """`acp`: an Agent Client Protocol agent; `oracle`: the task's solution/; `harbor`:
+    Harbor's agent `options.entry` from the installed harbor package (see docs/harbor.md)."""
 
     label: str | None = Field(default=None, min_length=1)
     """Display name; defaults to options.entry for ACP and to the executor otherwise."""
@@ -172,6 +173,12 @@ class AgentProfile(StrictModel):
                 "an acp profile needs options.entry, the agent program to start",
                 "set options.entry, e.g. `entry: pi`",
             )
+        if self.executor == "harbor" and self.options.entry is None:
+            raise coded(
+                "harbor_missing_entry",
+                "a harbor profile needs options.entry, the name of Harbor's agent",
+                "set options.entry, e.g. `entry: terminus-2`",
+            )
         return self
 
     def display_label(self) -> str:
@@ -179,6 +186,8 @@ class AgentProfile(StrictModel):
             return self.label
         if self.executor == "acp" and self.options.entry:
             return self.options.entry
+        if self.executor == "harbor" and self.options.entry:
+            return f"harbor:{self.options.entry}"
         return self.executor
 
 

@@ -13,8 +13,8 @@ code, and every later request of the attempt gets the same.
 Some agents write values into their requests that no replay can reproduce: the process id of
 a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
 the chunk id and wall time heading a command's output and the day (codex), the date
-(opencode, OpenClaw), the time, session ids and the hostname (OpenClaw), the user and session
-id Claude Code sends as Anthropic's `metadata.user_id`. Such values
+(opencode, OpenClaw), the time, session ids and the hostname (OpenClaw; terminus-2's shell
+prompt), the user and session id Claude Code sends as Anthropic's `metadata.user_id`. Such values
 (`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed request
 before they are compared, and fields that are a per-session cache hint (`VOLATILE_FIELDS`:
 codex sends its random session id as `prompt_cache_key`) are left out.
@@ -84,6 +84,9 @@ VOLATILE = (
     (re.compile(r"^user_[0-9a-f]+_account_[0-9a-f-]*_session_[0-9a-f-]+$"), "user_<session>"),
     # OpenHands: "The current date and time is: 2026-12-03T07:34:33.691977" (system prompt).
     (re.compile(r"(The current date and time is: )[0-9T:.-]+"), r"\1<time>"),
+    # Harbor's terminus-2 shows the model its tmux screen, whose bash prompt names the
+    # container's hostname (its id's first 12 hex digits): "root@8fde6253fc94:/app#".
+    (re.compile(r"(@)[0-9a-f]{12}(?=:)"), r"\1<host>"),
 )
 """Text in requests that differs from run to run whatever the model answered: (pattern,
 replacement). Codex heads each command's output with a random chunk id and the wall time, and

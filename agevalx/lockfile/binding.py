@@ -215,6 +215,10 @@ def agent_key_value(name: str | None) -> Any:
     """`--agent` as the lock's key reads it. A catalog agent's profile takes its endpoint from
     the environment when the lock is made, so its key holds those variables too: the same
     command with another `$OPENAI_BASE_URL` is another lock, never the cached one."""
+    if name and name.startswith("harbor:"):
+        from agevalx.harbor.agents import key_value
+
+        return key_value(name)
     agent = catalog.agent(name) if name else None
     if agent is None:
         return name
@@ -255,6 +259,11 @@ def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> Locke
     own = loaded.config.agent_profiles if loaded is not None else {}
     if request.agent in own:
         return _locked_role(request.agent, own[request.agent], request, loaded)
+    if request.agent.startswith("harbor:"):  # Harbor's own agents (docs/harbor.md)
+        from agevalx.harbor.agents import harbor_profile
+
+        profile, model = harbor_profile(request.agent, request.model)
+        return _locked_role(request.agent, profile, replace(request, model=model), loaded)
     builtin = builtin_agents()
     if request.agent not in builtin:
         raise UsageError(

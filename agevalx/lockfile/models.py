@@ -52,7 +52,7 @@ class LockedRole(LockModel):
     profile: str
     """The profile id it is bound to (`--agent` name, or the task's role id)."""
 
-    executor: Literal["acp", "oracle"]
+    executor: Literal["acp", "oracle", "harbor"]
     """How the role is executed."""
 
     label: str

@@ -101,6 +101,10 @@ class _Executors(dict[str, Executor]):
                 from agevalx.agents.acp.executor import AcpExecutor
 
                 self[kind] = AcpExecutor()
+            elif kind == "harbor":
+                from agevalx.harbor.agentexec import HarborAgentExecutor
+
+                self[kind] = HarborAgentExecutor()
             else:
                 return default
         return self[kind]

@@ -41,6 +41,7 @@ from tests.integration.agents.catalog.harness import (
     AgentHarness,
     Attempt,
     _docker,
+    assert_not_in_image,
     bundles_dir,
 )
 from tests.integration.harbor.test_parity import _install_harbor
@@ -125,21 +126,7 @@ class HarborHarness(AgentHarness):
         assert "tmux" in probe and "bash --login" in probe, "the probe ran in terminus' tmux"
         assert attempt.secret not in probe
         assert "ageval-gw-" not in probe and "AGEVAL_API_KEY" not in probe
-        anywhere = _docker(
-            "run",
-            "--rm",
-            image,
-            "grep",
-            "-rlsF",
-            attempt.secret,
-            "/",
-            "--exclude-dir=proc",
-            "--exclude-dir=sys",
-            "--exclude-dir=dev",
-            check=False,
-        )
-        assert anywhere.stdout == "", "the key is somewhere in the container's filesystem"
-        assert attempt.secret not in _docker("image", "inspect", image).stdout
+        assert_not_in_image(image, attempt.secret)
 
     def check_terminal_actions(self, attempt: Attempt) -> None:
         """Every command terminus-2 ran is a terminal action, its keystrokes among them."""

@@ -202,21 +202,7 @@ class AgentHarness:
         probe = _docker("run", "--rm", image, "cat", PROBE_FILE).stdout
         assert "AGEVAL_API_KEY=ageval-gw-" in probe, "the probe saw the agent's environment"
         assert attempt.secret not in probe
-        anywhere = _docker(
-            "run",
-            "--rm",
-            image,
-            "grep",
-            "-rlsF",
-            attempt.secret,
-            "/",
-            "--exclude-dir=proc",
-            "--exclude-dir=sys",
-            "--exclude-dir=dev",
-            check=False,
-        )
-        assert anywhere.stdout == "", "the key is somewhere in the container's filesystem"
-        assert attempt.secret not in _docker("image", "inspect", image).stdout
+        assert_not_in_image(image, attempt.secret)
 
     def check_usage(self, attempt: Attempt) -> None:
         """Tokens are counted for the solver, and model.jsonl holds every exchange."""
@@ -244,6 +230,25 @@ class AgentHarness:
         self.check_key_absent(attempt)
         self.check_usage(attempt)
         self.check_replay(attempt)
+
+
+def assert_not_in_image(image: str, secret: str) -> None:
+    """`secret` is in no file of `image` (a run's committed image) and not in its metadata."""
+    anywhere = _docker(
+        "run",
+        "--rm",
+        image,
+        "grep",
+        "-rlsF",
+        secret,
+        "/",
+        "--exclude-dir=proc",
+        "--exclude-dir=sys",
+        "--exclude-dir=dev",
+        check=False,
+    )
+    assert anywhere.stdout == "", "the key is somewhere in the container's filesystem"
+    assert secret not in _docker("image", "inspect", image).stdout
 
 
 def _docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

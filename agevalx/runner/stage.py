@@ -526,7 +526,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
             log = TrafficLog(directory / MODEL_TRAFFIC, Redactor(runtime.secret_values()))
             replay = node.payload.get("model_traffic")
-            routes = AttemptRoutes(gateway, profiles(lock), log, replay)
+            budget = node.payload.get("job_budget")
+            routes = AttemptRoutes(gateway, profiles(lock), log, replay, budget)
             stack.callback(routes.close)
         try:
             return _run_attempt(node, context, lock, routes)

@@ -104,10 +104,6 @@ def _callee(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else ""
 
 
-def _target_name(target: ast.expr) -> str:
-    return _callee(target)
-
-
 class _Module:
     def __init__(
         self,
@@ -159,15 +155,18 @@ class _Module:
                 yield from self._call(node)
             elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(_target_name(target) == "code" for target in targets):
+                if any(_callee(target) == "code" for target in targets):
                     yield from self.literal(node.value)
-            if isinstance(node, ast.AnnAssign) and _target_name(node.target) == "code":
-                if "Literal" in ast.unparse(node.annotation):
-                    yield from (
-                        sub.value
-                        for sub in ast.walk(node.annotation)
-                        if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
-                    )
+            if (
+                isinstance(node, ast.AnnAssign)
+                and _callee(node.target) == "code"
+                and "Literal" in ast.unparse(node.annotation)
+            ):
+                yield from (
+                    sub.value
+                    for sub in ast.walk(node.annotation)
+                    if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
+                )
             if isinstance(node, ast.Dict):
                 for key, value in zip(node.keys, node.values, strict=True):
                     if isinstance(key, ast.Constant) and key.value == "code":

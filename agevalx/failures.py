@@ -16,7 +16,8 @@ docs/failures.md lists the catalogue (`python -m agevalx.failures` prints its ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -329,6 +330,39 @@ def failure_class(code: str) -> FailureClass:
 def is_infrastructure(code: str) -> bool:
     """Whether `code` is not the agent's fault: retried, and left out of scores."""
     return failure_class(code) == "infrastructure"
+
+
+SPEND_LIMIT = "job_limit_reached"
+"""The infrastructure code of attempts the job's spend limit stopped: shown on its own line."""
+
+
+def infrastructure_lines(codes: Iterable[str], *, counted: bool = False) -> list[str]:
+    """The loud lines about the infrastructure failures among the ERROR codes `codes`:
+    `3 infrastructure failures, not scored (environment_lost×2, disk_full×1);
+    --count-infra-as-fail counts them`, and apart, the attempts the spend limit stopped.
+    `counted`: the scores counted them as not passed (`--count-infra-as-fail`)."""
+    found = Counter(code for code in codes if is_infrastructure(code))
+    stopped = found.pop(SPEND_LIMIT, 0)
+    lines = []
+    if found:
+        total = sum(found.values())
+        listed = ", ".join(f"{code}×{count}" for code, count in sorted(found.items()))
+        noun = "failure" if total == 1 else "failures"
+        if counted:
+            lines.append(
+                f"{total} infrastructure {noun}, counted as not passed "
+                f"(--count-infra-as-fail): {listed}"
+            )
+        else:
+            lines.append(
+                f"{total} infrastructure {noun}, not scored ({listed}); "
+                "--count-infra-as-fail counts them"
+            )
+    if stopped:
+        noun = "attempt" if stopped == 1 else "attempts"
+        how = "counted as not passed" if counted else "not scored"
+        lines.append(f"{stopped} {noun} stopped by the job's spend limit, {how}")
+    return lines
 
 
 def markdown_table() -> str:

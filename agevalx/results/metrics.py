@@ -68,6 +68,13 @@ def task_metrics(
     )
 
 
+def counts_infrastructure(metrics: TaskMetrics) -> bool:
+    """Whether `metrics` counted its infrastructure ERRORs as not passed
+    (`count_infra_as_fail`): then they are in `n`."""
+    every = metrics.passed + metrics.failed + metrics.errors + metrics.done
+    return metrics.infrastructure > 0 and metrics.n == every
+
+
 def _mean(values: Sequence[float | None]) -> float | None:
     known = [value for value in values if value is not None]
     return sum(known) / len(known) if known else None

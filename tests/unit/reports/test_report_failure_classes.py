@@ -56,9 +56,8 @@ def test_infrastructure_errors_are_counted_apart_and_not_scored(dataset: Path) -
 def test_json_carries_the_class_of_each_attempt(dataset: Path) -> None:
     document = json.loads(render_report(build_report(dataset), "json"))
     attempts = document["tasks"][0]["attempts"]
-    assert [attempt["class"] for attempt in attempts] == [None, "agent", "infrastructure"] + [
-        "infrastructure"
-    ]
+    classes = [attempt["class"] for attempt in attempts]
+    assert classes == [None, "agent", "infrastructure", "infrastructure"]
     assert document["infrastructure"] == {"environment_lost": 1, "model_upstream_unavailable": 1}
     assert document["tasks"][0]["metrics"]["infrastructure"] == 2
 

@@ -11,6 +11,7 @@ from agevalx.failures import (
     CATALOGUE,
     FAILURE_CLASSES,
     failure_class,
+    infrastructure_lines,
     is_infrastructure,
     markdown_table,
 )
@@ -151,3 +152,17 @@ def test_the_docs_list_the_catalogue_as_the_module_prints_it() -> None:
     table = text[text.index("| code | class | meaning |") :]
     assert table == markdown_table()
     assert len(table.splitlines()) == len(CATALOGUE) + 2
+
+
+def test_the_loud_lines_count_infrastructure_codes_and_the_spend_limit_apart() -> None:
+    codes = ["agent_crashed", "disk_full", "environment_lost", "disk_full", "job_limit_reached"]
+    assert infrastructure_lines(codes) == [
+        "3 infrastructure failures, not scored (disk_full×2, environment_lost×1); "
+        "--count-infra-as-fail counts them",
+        "1 attempt stopped by the job's spend limit, not scored",
+    ]
+    assert infrastructure_lines(["engine_unavailable"], counted=True) == [
+        "1 infrastructure failure, counted as not passed (--count-infra-as-fail): "
+        "engine_unavailable×1"
+    ]
+    assert infrastructure_lines(["agent_crashed", "image_build_failed"]) == []

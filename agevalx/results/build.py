@@ -76,6 +76,12 @@ def try_records(
     ]
 
 
+def _own_nodes(nodes: list[Node], attempt: int) -> list[str]:
+    """The ids of the nodes of this attempt alone (a task's lock and image are shared by its
+    attempts: their retries are not one attempt's tries)."""
+    return list(dict.fromkeys(node.id for node in nodes if node.attempt == attempt))
+
+
 def attempt_nodes(plan: Plan, task_id: str, attempt: int) -> list[Node]:
     names = [
         node_id("lock", task_id, None),
@@ -125,7 +131,7 @@ def attempt_result(
             )
             for n in nodes
         ],
-        "tries": try_records(tries or {}, list(dict.fromkeys(n.id for n in [*nodes, *scoring]))),
+        "tries": try_records(tries or {}, _own_nodes([*nodes, *scoring], attempt)),
     }
     seconds: dict[str, float] = {}
     if run is not None:

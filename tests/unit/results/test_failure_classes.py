@@ -77,6 +77,7 @@ def test_retried_tries_are_numbered_in_stage_order_and_left_out_when_none(job: J
             AgevalError("model_stream_broken", "stalled"),
         ],
         "run:alpha#1": [AgevalError("engine_unavailable", "not this attempt's")],
+        "image:alpha": [AgevalError("engine_unavailable", "the task's, shared")],
     }
     result = job.result(0, None, tries=tries)
     assert [(t.number, t.stage, t.code, t.failure_class) for t in result.tries] == [

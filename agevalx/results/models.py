@@ -84,8 +84,9 @@ class NodeRef(ResultModel):
     """Node kind."""
     key: str
     """Content key (xxh3-128)."""
-    outcome: Literal["reused", "computed", "failed", "blocked"]
-    """Whether this invocation computed it or reused it from the cache."""
+    outcome: Literal["reused", "computed", "failed", "blocked", "skipped"]
+    """Whether this invocation computed it or reused it from the cache; `blocked`: a parent
+    failed; `skipped`: held back (the job's spend limit kept it from starting)."""
     retried: str | None = None
     """Set when a cluster computed it a second time: the infrastructure failure (a worker or
     machine lost) that ended the first try. Left out of result.json when unset."""
@@ -224,6 +225,10 @@ class JobRun(ResultModel):
     `job_tokens` in their result)."""
     limit: str | None = None
     """The job's spend limit that was reached: `job_cost` or `job_tokens`; None when none."""
+    spend: dict[str, Any] = Field(default_factory=dict)
+    """What the agents spent in this run, as the job's budget counted it: `cost_usd`,
+    `tokens`, `requests`, `unknown_cost_requests`, and the limits `max_cost`, `max_tokens`,
+    `reached`."""
     gateway: list[dict[str, Any]] = Field(default_factory=list)
     """Per model upstream (origin and model), the gateway's concurrency figures: limit,
     peak, final, in flight, 429s (`throttled`) and the curve of the limit over time."""

@@ -147,6 +147,7 @@ def test_summary_json_has_the_run_figures_only_when_set(job: Job) -> None:
         not_run=4,
         stopped_by_limit=1,
         limit="job_cost",
+        spend={"cost_usd": 1.5, "tokens": 1200, "max_cost": 1.0, "reached": "job_cost"},
         gateway=[{"origin": "http://127.0.0.1:1", "model": "m", "peak": 8, "throttled": 2}],
     )
     with_run = summary.model_copy(update={"run": run})

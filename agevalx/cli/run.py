@@ -72,7 +72,8 @@ def _recap(outcome: RunOutcome) -> None:
     counts = outcome.report.counts()
     stdout.print(
         f"nodes: {counts['computed']} computed, {counts['reused']} reused"
-        + (f", {counts['failed']} failed" if counts["failed"] else ""),
+        + (f", {counts['failed']} failed" if counts["failed"] else "")
+        + (f", {counts['skipped']} skipped" if counts.get("skipped") else ""),
         markup=False,
     )
     root = outcome.plan.dataset.root

@@ -72,7 +72,8 @@ def _recap(outcome: RunOutcome) -> None:
     counts = outcome.report.counts()
     stdout.print(
         f"nodes: {counts['computed']} computed, {counts['reused']} reused"
-        + (f", {counts['failed']} failed" if counts["failed"] else ""),
+        + (f", {counts['failed']} failed" if counts["failed"] else "")
+        + (f", {counts['skipped']} skipped" if counts.get("skipped") else ""),
         markup=False,
     )
     root = outcome.plan.dataset.root
@@ -80,9 +81,13 @@ def _recap(outcome: RunOutcome) -> None:
         colour = {"PASS": "green", "FAIL": "yellow", "DONE": "cyan", "ERROR": "red"}[result.status]
         score = "" if result.score is None else f" score={result.score:g}"
         limit = f" limit={result.limit}" if result.limit else ""
+        kind = f" ({result.failure_class})" if result.failure_class else ""
         stdout.print(
-            f"[{colour}]{result.status}[/] {result.task_id}#{result.attempt}{score}{limit}"
+            f"[{colour}]{result.status}[/]{kind} {result.task_id}#{result.attempt}{score}{limit}"
         )
+        if result.tries:
+            retried = ", ".join(f"{item.code} ({item.stage})" for item in result.tries)
+            stdout.print(f"  retried after: {retried}", markup=False)
         for role, usage in sorted(result.usage.items()):
             stdout.print(f"  {role}: {usage_line(usage)}", markup=False)
         for role, usage in sorted(result.evaluator_usage.items()):
@@ -127,6 +132,7 @@ def _recap(outcome: RunOutcome) -> None:
                     + ", ".join(harbor.void_tasks),
                     highlight=False,
                 )
+    _failure_recap(outcome)
     for warning in outcome.warnings:
         stdout.print(
             f"[yellow]warning[/] {escape(f'[{warning.code}] {warning.message}')}",
@@ -139,6 +145,29 @@ def _recap(outcome: RunOutcome) -> None:
                 f"[yellow]warning[/] {escape(f'[{remote_warning.code}] {remote_warning.message}')}",
                 highlight=False,
             )
+
+
+def _failure_recap(outcome: RunOutcome) -> None:
+    """The loud lines: infrastructure failures (not scored), and what the job's retries and
+    spend limit did."""
+    from agevalx.failures import infrastructure_lines
+    from agevalx.results.metrics import counts_infrastructure
+
+    summary = outcome.summary
+    counted = summary is not None and counts_infrastructure(summary.overall)
+    codes = [result.error.code for result in outcome.results if result.error is not None]
+    for line in infrastructure_lines(codes, counted=counted):
+        stdout.print(f"[bold red]{line}[/]", highlight=False)
+    figures = summary.run if summary is not None else None
+    if figures is not None and figures.retries:
+        listed = ", ".join(f"{code}×{n}" for code, n in sorted(figures.retried_codes.items()))
+        stdout.print(f"retried {figures.retries} tries after: {listed}", markup=False)
+    if figures is not None and figures.limit is not None:
+        stdout.print(
+            f"[bold red]the job's spend limit ({figures.limit}) was reached[/]: "
+            f"{figures.not_run} attempts not run, {figures.stopped_by_limit} stopped",
+            highlight=False,
+        )
 
 
 def run(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -18,12 +18,15 @@ Scope = Literal["task", "overall"]
 Binding = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str | None], ...]]
 
 
-def build_report(source: Path, *, job: str | None = None) -> Report:
-    """The report of a dataset dir (every attempt, or one `job`), a job dir or a summary.json."""
-    return report_of(collect(source, job))
+def build_report(
+    source: Path, *, job: str | None = None, count_infra_as_fail: bool = False
+) -> Report:
+    """The report of a dataset dir (every attempt, or one `job`), a job dir or a summary.json.
+    Infrastructure ERRORs are left out of the scores unless `count_infra_as_fail`."""
+    return report_of(collect(source, job), count_infra_as_fail=count_infra_as_fail)
 
 
-def report_of(collected: Collected) -> Report:
+def report_of(collected: Collected, *, count_infra_as_fail: bool = False) -> Report:
     """The report of results already collected; rows sorted so that the same results always
     give the same report."""
     results = collected.results
@@ -32,8 +35,16 @@ def report_of(collected: Collected) -> Report:
     for result in results:
         by_task[(result.task_id, _binding(result))].append(result)
     tasks = sorted(
-        (_task_row(task_id, binding, mine, k) for (task_id, binding), mine in by_task.items()),
+        (
+            _task_row(task_id, binding, mine, k, count_infra_as_fail)
+            for (task_id, binding), mine in by_task.items()
+        ),
         key=_row_order,
+    )
+    infrastructure = Counter(
+        result.error.code
+        for result in results
+        if result.error is not None and result.failure_class == "infrastructure"
     )
     return Report(
         datasets=sorted({result.dataset_id for result in results}),
@@ -41,6 +52,8 @@ def report_of(collected: Collected) -> Report:
         jobs=sorted((_job_ref(summary) for summary in collected.jobs), key=lambda j: j.job_id),
         overall=sorted(_overall_rows(tasks), key=_leaderboard_order),
         tasks=tasks,
+        infrastructure=dict(sorted(infrastructure.items())),
+        count_infra_as_fail=count_infra_as_fail,
     )
 
 
@@ -70,16 +83,28 @@ def _attempt_ref(result: AttemptResult) -> AttemptRef:
         score=result.score,
         limit=result.limit,
         error=error,
+        failure_class=result.failure_class,
         config_digest=result.config_digest,
         run_key=keys.get("run"),
         evaluate_key=keys.get("evaluate"),
     )
 
 
-def _task_row(task_id: str, binding: Binding, results: list[AttemptResult], k: int) -> ReportRow:
+def _task_row(
+    task_id: str,
+    binding: Binding,
+    results: list[AttemptResult],
+    k: int,
+    count_infra_as_fail: bool,
+) -> ReportRow:
     ordered = sorted(results, key=lambda r: (r.attempt, r.attempt_id))
     metrics = task_metrics(
-        [r.status for r in ordered], [r.score for r in ordered], [r.limit for r in ordered], k
+        [r.status for r in ordered],
+        [r.score for r in ordered],
+        [r.limit for r in ordered],
+        k,
+        [r.failure_class for r in ordered],
+        count_infra_as_fail=count_infra_as_fail,
     )
     usage = total_usage(u for r in ordered for u in r.usage.values())
     row = _row("task", task_id, binding, 1, metrics, [_attempt_ref(r) for r in ordered], usage)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from agevalx.failures import FailureClass
 from agevalx.limits import REPORT_FORMATS
 from agevalx.limits import ReportFormat as ReportFormat
 from agevalx.results.models import Status, TaskMetrics
@@ -21,6 +22,15 @@ class ReportModel(BaseModel):
 class AttemptRef(ReportModel):
     """One attempt counted in a row, with the node keys its outcome comes from."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        frozen=True,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
     attempt_id: str
     """Names `.ageval/runs/<attempt_id>/result.json`."""
     task_id: str
@@ -35,6 +45,10 @@ class AttemptRef(ReportModel):
     """The run-stage quota the attempt ran out of, if any."""
     error: str | None
     """`code: message` of an ERROR attempt (first line of the message)."""
+    failure_class: FailureClass | None = Field(default=None, alias="class")
+    """The class of an ERROR attempt's code: `agent`, `task` or `infrastructure`
+    (docs/failures.md); an infrastructure ERROR is left out of the row's scores unless
+    counted (`count_infra_as_fail`)."""
     config_digest: str
     """The lock digest: the exact configuration of the attempt."""
     run_key: str | None
@@ -129,5 +143,10 @@ class Report(ReportModel):
     """One row per (agent, model), best pass@k first."""
     tasks: list[ReportRow]
     """One row per (task, agent, model), sorted by task, agent, model."""
+    infrastructure: dict[str, int] = Field(default_factory=dict)
+    """Code -> ERROR attempts of class infrastructure: not the agent's fault, reported here
+    and left out of n, the pass rates and pass@k unless `count_infra_as_fail`."""
+    count_infra_as_fail: bool = False
+    """Whether the scores count infrastructure ERRORs as not passed."""
     provenance: Provenance | None = None
     """For a leaderboard node (`ageval report --remote`): the release and the datasets."""

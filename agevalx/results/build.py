@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agevalx.cache.manifest import ActionManifest, OutputRef
@@ -25,6 +25,7 @@ from agevalx.results.models import (
     NodeRef,
     PublishedArtifact,
     TaskMetrics,
+    TryRecord,
 )
 from agevalx.results.paths import attempt_id
 from agevalx.results.usage import cost_per_pass, total_usage
@@ -49,10 +50,36 @@ SCORING_KINDS = frozenset({"evaluate", "scoring_image", "scoring_host"})
 """Node kinds of the evaluate stage (a scoring image or host fails the evaluation)."""
 
 
+STAGES = ("environment", "run", "evaluate")
+
+
 def _stage(kind: str, code: str) -> Any:
     if kind in ("lock", "image") or code in ENVIRONMENT_CODES:
         return "environment"
     return "evaluate" if kind in SCORING_KINDS else "run"
+
+
+def try_records(
+    tries: Mapping[str, Sequence[AgevalError]], node_ids: Sequence[str]
+) -> list[TryRecord]:
+    """The earlier, retried tries of the nodes `node_ids` (failures keyed by node id, e.g.
+    `run:task#0`), numbered from 1 in stage order, then in the order they happened."""
+    failed = [
+        (_stage(name.split(":", 1)[0], error.code), error)
+        for name in node_ids
+        for error in tries.get(name, ())
+    ]
+    failed.sort(key=lambda item: STAGES.index(item[0]))
+    return [
+        TryRecord(number=number, stage=stage, code=error.code, message=error.message)
+        for number, (stage, error) in enumerate(failed, start=1)
+    ]
+
+
+def _own_nodes(nodes: list[Node], attempt: int) -> list[str]:
+    """The ids of the nodes of this attempt alone (a task's lock and image are shared by its
+    attempts: their retries are not one attempt's tries)."""
+    return list(dict.fromkeys(node.id for node in nodes if node.attempt == attempt))
 
 
 def attempt_nodes(plan: Plan, task_id: str, attempt: int) -> list[Node]:
@@ -74,10 +101,14 @@ def attempt_result(
     outcomes: Mapping[str, str],
     errors: Mapping[str, AgevalError],
     retried: Mapping[str, str] | None = None,
+    tries: Mapping[str, Sequence[AgevalError]] | None = None,
 ) -> AttemptResult:
     """The result of one attempt from its nodes' cached outputs or failures; `retried` says
-    which nodes a cluster ran a second time, and why."""
+    which nodes a cluster ran a second time, and why; `tries` (node id -> the infrastructure
+    failures of its earlier tries) become the result's `tries`. Every error carries its
+    class from the failure catalogue."""
     nodes = attempt_nodes(plan, task_id, attempt)
+    scoring = [plan.node(name) for name in plan.graph.predecessors(nodes[3].id)]
     lock = planned_lock(plan, task_id)
     run, evaluate = actions.get(nodes[2].id), actions.get(nodes[3].id)
     roles = lock.binding.roles
@@ -100,6 +131,7 @@ def attempt_result(
             )
             for n in nodes
         ],
+        "tries": try_records(tries or {}, _own_nodes([*nodes, *scoring], attempt)),
     }
     seconds: dict[str, float] = {}
     if run is not None:
@@ -141,7 +173,6 @@ def attempt_result(
                 ),
             )
     else:
-        scoring = [plan.node(name) for name in plan.graph.predecessors(nodes[3].id)]
         failed = next((n for n in [*nodes, *scoring] if n.id in errors), None)
         error = errors[failed.id] if failed else None
         if run is None and nodes[2].id in errors:  # what the failed run stage used so far
@@ -221,14 +252,27 @@ def attempt_index(result: AttemptResult) -> dict[str, Any]:
     }
 
 
-def job_summary(plan: Plan, results: list[AttemptResult], k: int, summary_key: str) -> JobSummary:
+def job_summary(
+    plan: Plan,
+    results: list[AttemptResult],
+    k: int,
+    summary_key: str,
+    count_infra_as_fail: bool = False,
+) -> JobSummary:
+    """summary.json of `results`; an infrastructure ERROR is left out of the scores unless
+    `count_infra_as_fail`."""
     dataset = dataset_of(plan)
     stops_at_pass = dataset.attempt_strategy() == "pass"
     tasks = {}
     for task_id in plan.task_ids:
         mine = [result for result in results if result.task_id == task_id]
         metrics = task_metrics(
-            [r.status for r in mine], [r.score for r in mine], [r.limit for r in mine], k
+            [r.status for r in mine],
+            [r.score for r in mine],
+            [r.limit for r in mine],
+            k,
+            [r.failure_class for r in mine],
+            count_infra_as_fail=count_infra_as_fail,
         )
         tasks[task_id] = _stopped_at_first_pass(metrics, k) if stops_at_pass else metrics
     slug = dataset.dataset_id.replace("/", "-")

@@ -23,11 +23,30 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
 
 
 def task_metrics(
-    statuses: Sequence[str], scores: Sequence[float | None], limits: Sequence[str | None], k: int
+    statuses: Sequence[str],
+    scores: Sequence[float | None],
+    limits: Sequence[str | None],
+    k: int,
+    classes: Sequence[str | None] | None = None,
+    *,
+    count_infra_as_fail: bool = False,
 ) -> TaskMetrics:
-    n = len(statuses)
-    c = sum(1 for status in statuses if status == "PASS")
-    done = sum(1 for status in statuses if status == "DONE")
+    """Metrics of one task's attempts. `classes` holds each attempt's failure class (None
+    for one that is not ERROR); an ERROR of class infrastructure is left out of n, the pass
+    rate, pass@k and pass^k unless `count_infra_as_fail` (then it is not passed, as any
+    other ERROR)."""
+    infrastructure = [
+        status == "ERROR" and failure_class == "infrastructure"
+        for status, failure_class in zip(statuses, classes or [None] * len(statuses), strict=True)
+    ]
+    counted = [
+        status
+        for status, infra in zip(statuses, infrastructure, strict=True)
+        if count_infra_as_fail or not infra
+    ]
+    n = len(counted)
+    c = sum(1 for status in counted if status == "PASS")
+    done = sum(1 for status in counted if status == "DONE")
     judged = n - done
     known = [score for score in scores if score is not None]
     hit: dict[str, int] = {}
@@ -39,6 +58,7 @@ def task_metrics(
         passed=c,
         failed=sum(1 for status in statuses if status == "FAIL"),
         errors=sum(1 for status in statuses if status == "ERROR"),
+        infrastructure=sum(infrastructure),
         done=done,
         pass_rate=c / judged if judged else None,
         pass_at_k=pass_at_k(judged, c, k),
@@ -46,6 +66,13 @@ def task_metrics(
         avg_score=sum(known) / len(known) if known else None,
         limits=hit,
     )
+
+
+def counts_infrastructure(metrics: TaskMetrics) -> bool:
+    """Whether `metrics` counted its infrastructure ERRORs as not passed
+    (`count_infra_as_fail`): then they are in `n`."""
+    every = metrics.passed + metrics.failed + metrics.errors + metrics.done
+    return metrics.infrastructure > 0 and metrics.n == every
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -64,6 +91,7 @@ def overall_metrics(tasks: Sequence[TaskMetrics]) -> TaskMetrics:
         passed=sum(task.passed for task in tasks),
         failed=sum(task.failed for task in tasks),
         errors=sum(task.errors for task in tasks),
+        infrastructure=sum(task.infrastructure for task in tasks),
         done=sum(task.done for task in tasks),
         pass_rate=_mean([task.pass_rate for task in tasks]),
         pass_at_k=_mean([task.pass_at_k for task in tasks]),

@@ -10,8 +10,10 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
+from agevalx.failures import FailureClass, failure_class
 from agevalx.results.usage import Cost, ModelUsage
 
 Status = Literal["PASS", "FAIL", "DONE", "ERROR"]
@@ -23,17 +25,54 @@ class ResultModel(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class ErrorInfo(ResultModel):
-    """Why an attempt is ERROR."""
+Stage = Literal["environment", "run", "evaluate"]
+
+
+class _Classified(ResultModel):
+    """A failure with its code's class, the JSON key `class` (`failure_class` in Python)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        use_attribute_docstrings=True,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
 
     code: str
     """Stable error code (`image_build_failed`, `evaluate_timeout`, `agent_crashed`, ...)."""
-    stage: Literal["environment", "run", "evaluate"]
+    failure_class: FailureClass | None = Field(default=None, alias="class")
+    """`agent`, `task` or `infrastructure` (docs/failures.md); from the failure catalogue
+    when not given (a result.json written before the catalogue has none)."""
+
+    @model_validator(mode="after")
+    def _classified(self) -> _Classified:
+        if self.failure_class is None:
+            self.failure_class = failure_class(self.code)
+        return self
+
+
+class ErrorInfo(_Classified):
+    """Why an attempt is ERROR."""
+
+    stage: Stage
     """The stage that failed."""
     message: str
     """What happened."""
     hint: str | None = None
     """What to do, or the tail of the failing program's output."""
+
+
+class TryRecord(_Classified):
+    """An earlier try of an attempt that ended with an infrastructure failure and was
+    retried (same attempt id)."""
+
+    number: int
+    """The try, from 1."""
+    stage: Stage
+    """The stage that failed."""
+    message: str
+    """What happened."""
 
 
 class NodeRef(ResultModel):
@@ -45,8 +84,9 @@ class NodeRef(ResultModel):
     """Node kind."""
     key: str
     """Content key (xxh3-128)."""
-    outcome: Literal["reused", "computed", "failed", "blocked"]
-    """Whether this invocation computed it or reused it from the cache."""
+    outcome: Literal["reused", "computed", "failed", "blocked", "skipped"]
+    """Whether this invocation computed it or reused it from the cache; `blocked`: a parent
+    failed; `skipped`: held back (the job's spend limit kept it from starting)."""
     retried: str | None = None
     """Set when a cluster computed it a second time: the infrastructure failure (a worker or
     machine lost) that ended the first try. Left out of result.json when unset."""
@@ -100,6 +140,9 @@ class AttemptResult(ResultModel):
     """The run-stage quota that ran out (`wall_time_seconds`, `agent_invocations`)."""
     error: ErrorInfo | None = None
     """Set when status is ERROR."""
+    tries: list[TryRecord] = Field(default_factory=list)
+    """Earlier tries of this attempt that failed with an infrastructure failure and were
+    retried, in order; left out of result.json when there were none."""
     agents: dict[str, str] = Field(default_factory=dict)
     """Role -> agent label."""
     models: dict[str, str | None] = Field(default_factory=dict)
@@ -126,18 +169,34 @@ class AttemptResult(ResultModel):
     """Role -> the evaluator's own model traffic (its LLM judge, `evaluation.judge`),
     counted apart from the agents' `usage`."""
 
+    @model_serializer(mode="wrap")
+    def _without_no_tries(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("tries"):
+            data.pop("tries", None)
+        return data
+
+    @property
+    def failure_class(self) -> FailureClass | None:
+        """The class of the ERROR (None when the attempt is not ERROR)."""
+        return self.error.failure_class if self.error is not None else None
+
 
 class TaskMetrics(ResultModel):
     """Metrics of one task (or of the whole job) over its attempts."""
 
     n: int
-    """Attempts counted (ERROR attempts included, as not passed)."""
+    """Attempts counted (ERROR attempts included, as not passed; those of class
+    infrastructure only with `--count-infra-as-fail`)."""
     passed: int
     """PASS attempts."""
     failed: int
     """FAIL attempts."""
     errors: int
-    """ERROR attempts (reported, never dropped)."""
+    """ERROR attempts, of every class (reported, never dropped)."""
+    infrastructure: int = 0
+    """ERROR attempts of class infrastructure: not the agent's fault, so left out of `n`,
+    pass_rate, pass@k and pass^k unless `--count-infra-as-fail` counts them."""
     done: int = 0
     """DONE attempts: scored without a pass/fail result; left out of pass_rate and pass@k."""
     pass_rate: float | None
@@ -150,6 +209,29 @@ class TaskMetrics(ResultModel):
     """Mean score over attempts that have one (avg@k)."""
     limits: dict[str, int] = Field(default_factory=dict)
     """How many attempts hit each quota."""
+
+
+class JobRun(ResultModel):
+    """What one `ageval run` of a job did besides its results."""
+
+    retries: int = 0
+    """Tries retried after an infrastructure failure, over every attempt."""
+    retried_codes: dict[str, int] = Field(default_factory=dict)
+    """Code of the infrastructure failure -> tries retried for it."""
+    not_run: int = 0
+    """Attempts the job's spend limit kept from starting."""
+    stopped_by_limit: int = 0
+    """Attempts in flight that the job's spend limit stopped (`limit: job_cost` /
+    `job_tokens` in their result)."""
+    limit: str | None = None
+    """The job's spend limit that was reached: `job_cost` or `job_tokens`; None when none."""
+    spend: dict[str, Any] = Field(default_factory=dict)
+    """What the agents spent in this run, as the job's budget counted it: `cost_usd`,
+    `tokens`, `requests`, `unknown_cost_requests`, and the limits `max_cost`, `max_tokens`,
+    `reached`."""
+    gateway: list[dict[str, Any]] = Field(default_factory=list)
+    """Per model upstream (origin and model), the gateway's concurrency figures: limit,
+    peak, final, in flight, 429s (`throttled`) and the curve of the limit over time."""
 
 
 class JobSummary(ResultModel):
@@ -184,3 +266,13 @@ class JobSummary(ResultModel):
     `usage` (None when no evaluator used a model)."""
     summary_key: str
     """Key of the summary node (content-addressed: same key, same numbers)."""
+    run: JobRun | None = None
+    """Figures of the `ageval run` that wrote this file (retries, spend limit, model
+    concurrency); not part of the summary's key. Left out when unset."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_run(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("run") is None:
+            data.pop("run", None)
+        return data

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from agevalx.reports.build import report_of
 from agevalx.reports.errors import ReportError
-from agevalx.reports.models import Report, ReportRow
+from agevalx.reports.models import AttemptRef, Report, ReportRow
 from agevalx.reports.sources import SUMMARY_FILE, Collected, collect, read_model
 from agevalx.results.models import AttemptResult, JobSummary, Status, TaskMetrics
 from agevalx.results.usage import ModelUsage, total_usage
 from agevalx.view.source import ViewSource
 from agevalx.view.usage import cost_of, tokens_of, total
 
-Verdict = Literal["PASS", "FAIL", "MIXED", "DONE"]
+Verdict = Literal["PASS", "FAIL", "MIXED", "DONE", "INFRA"]
 STATUSES: tuple[Status, ...] = ("PASS", "FAIL", "ERROR", "DONE")
 
 
@@ -37,6 +37,8 @@ class AttemptCell:
     error: str | None
     tokens: int | None
     cost: float | None
+    failure_class: str | None = None
+    """The class of an ERROR (`agent`, `task`, `infrastructure`); None for other statuses."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,11 @@ class Cell:
 
     @property
     def verdict(self) -> Verdict:
-        """PASS (every judged attempt passed), FAIL (none did), MIXED, or DONE (none judged)."""
+        """PASS (every judged attempt passed), FAIL (none did), MIXED, DONE (none judged), or
+        INFRA (no attempt counted: each failed on infrastructure)."""
         judged = self.metrics.n - self.metrics.done
+        if self.metrics.n == 0 and self.metrics.infrastructure:
+            return "INFRA"
         if judged == 0:
             return "DONE"
         if self.metrics.passed == judged:
@@ -243,7 +248,7 @@ def _columns(
     by_id = {result.attempt_id: result for result in results}
     cells: dict[tuple[str, str, str, str], dict[str, Cell]] = {}
     for row in report.tasks:
-        attempts = tuple(_attempt_cell(ref.attempt_id, ref.error, by_id) for ref in row.attempts)
+        attempts = tuple(_attempt_cell(ref, by_id) for ref in row.attempts)
         cells.setdefault(_binding(row), {})[str(row.task_id)] = Cell(attempts, row.metrics)
     return [
         Column(
@@ -259,10 +264,8 @@ def _columns(
     ]
 
 
-def _attempt_cell(
-    attempt_id: str, error: str | None, by_id: dict[str, AttemptResult]
-) -> AttemptCell:
-    result = by_id[attempt_id]
+def _attempt_cell(ref: AttemptRef, by_id: dict[str, AttemptResult]) -> AttemptCell:
+    result = by_id[ref.attempt_id]
     usage: Any = getattr(result, "usage", None)
     cost: Any = getattr(result, "cost", None)
     if (
@@ -275,12 +278,13 @@ def _attempt_cell(
             usage = summed.prompt_tokens + summed.completion_tokens
             cost = None if isinstance(summed.cost_usd, str) else summed.cost_usd
     return AttemptCell(
-        attempt_id=attempt_id,
+        attempt_id=ref.attempt_id,
         attempt=result.attempt,
         status=result.status,
         score=result.score,
         limit=result.limit,
-        error=error,
+        error=ref.error,
         tokens=tokens_of(usage),
         cost=cost_of(cost),
+        failure_class=ref.failure_class,
     )

@@ -6,7 +6,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agevalx.reports.models import Report, ReportRow
+from agevalx.failures import infrastructure_lines
+from agevalx.reports.models import AttemptRef, Report, ReportRow
 
 KEY_PREFIX = 12
 _INVISIBLE = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -64,6 +65,13 @@ def dollars(value: float | str | None) -> str:
     return value if isinstance(value, str) else f"{value:.6f}"
 
 
+def status(attempt: AttemptRef) -> str:
+    """`PASS`, ..., or `ERROR infrastructure`: an ERROR with its failure class."""
+    if attempt.failure_class is None:
+        return attempt.status
+    return f"{attempt.status} {attempt.failure_class}"
+
+
 def config(row: ReportRow) -> str:
     return ", ".join(digest[:KEY_PREFIX] for digest in row.config_digests)
 
@@ -83,6 +91,11 @@ def columns(report: Report, scope: str) -> list[Column]:
         *(
             [Column("DONE", lambda row: str(row.metrics.done), numeric=True)]
             if any(row.metrics.done for row in report.tasks)
+            else []
+        ),
+        *(
+            [Column("infra", lambda row: str(row.metrics.infrastructure), numeric=True)]
+            if report.infrastructure
             else []
         ),
         Column("pass rate", lambda row: number(row.metrics.pass_rate), numeric=True),
@@ -107,9 +120,15 @@ def columns(report: Report, scope: str) -> list[Column]:
     return [*lead, *names, *counts]
 
 
+def alerts(report: Report) -> list[str]:
+    """The loud lines: infrastructure failures, left out of the scores (or counted)."""
+    codes = (code for code, count in report.infrastructure.items() for _ in range(count))
+    return infrastructure_lines(codes, counted=report.count_infra_as_fail)
+
+
 def heading(report: Report) -> list[str]:
     """The lines under the title: datasets, k, attempts, the jobs read."""
-    attempts = sum(row.metrics.n for row in report.tasks)
+    attempts = sum(len(row.attempts) for row in report.tasks)
     tasks = len({row.task_id for row in report.tasks})
     lines = [
         f"dataset {', '.join(report.datasets)}: {plural(attempts, 'attempt')} of "

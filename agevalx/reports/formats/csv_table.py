@@ -45,6 +45,7 @@ FIELDS: dict[str, Callable[[ReportRow], str]] = {
     "failed": lambda row: str(row.metrics.failed),
     "errors": lambda row: str(row.metrics.errors),
     "done": lambda row: str(row.metrics.done),
+    "infrastructure": lambda row: str(row.metrics.infrastructure),
     "pass_rate": lambda row: _number(row.metrics.pass_rate),
     "pass_at_k": lambda row: _number(row.metrics.pass_at_k),
     "pass_hat_k": lambda row: _number(row.metrics.pass_hat_k),

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import html
 
-from agevalx.reports.formats.cells import Column, columns, heading, one_line, plural
+from agevalx.reports.formats.cells import (
+    Column,
+    alerts,
+    columns,
+    heading,
+    one_line,
+    plural,
+    status,
+)
 from agevalx.reports.models import AttemptRef, Report, ReportRow
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
@@ -33,7 +41,8 @@ thead th { background: var(--head); font-weight: 600; white-space: nowrap;
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:hover { background: #f6f8fa; }
 td.PASS { color: var(--pass); } td.FAIL { color: var(--fail); } td.ERROR { color: var(--error); }
-td.zero { color: #afb8c1; }
+td.zero { color: #afb8c1; } td.infra { color: var(--error); font-weight: 600; }
+p.alert { color: var(--error); font-weight: 600; }
 .bar { display: inline-block; width: 56px; height: 8px; margin-left: 6px; background: #eaeef2;
   border-radius: 4px; overflow: hidden; vertical-align: middle; }
 .bar span { display: block; height: 100%; background: var(--bar); }
@@ -52,8 +61,13 @@ dt { font-weight: 600; color: var(--ink); }
 """
 
 LEGEND = (
-    ("n", "attempts counted; ERROR attempts count as not passed"),
+    (
+        "n",
+        "attempts counted; ERROR attempts count as not passed, infrastructure ones only "
+        "with --count-infra-as-fail",
+    ),
     ("PASS / FAIL / ERROR", "evaluator verdicts; ERROR when a stage failed"),
+    ("infra", "ERROR attempts of class infrastructure (not the agent's fault; docs/failures.md)"),
     ("pass rate", "PASS / n"),
     ("± s.e.", "spread over repeats: standard error of the pass rate"),
     ("pass@k", "unbiased estimate of the chance that at least one of k attempts passes"),
@@ -78,6 +92,7 @@ def _cell(column: Column, row: ReportRow) -> str:
         "FAIL": row.metrics.failed,
         "ERROR": row.metrics.errors,
         "DONE": row.metrics.done,
+        "infra": row.metrics.infrastructure,
     }
     classes = ["num"]
     if column.header in status:
@@ -94,7 +109,7 @@ def _attempt(attempt: AttemptRef) -> str:
     note = "; ".join(text for text in (attempt.limit, attempt.error) if text)
     cells = [
         f'<td class="mono">{esc(attempt.attempt_id)}</td>',
-        f'<td class="status-{attempt.status}">{attempt.status}</td>',
+        f'<td class="status-{attempt.status}">{esc(status(attempt))}</td>',
         f'<td class="num">{esc(score)}</td>',
         f'<td class="mono">{esc(attempt.run_key or "-")}</td>',
         f'<td class="mono">{esc(attempt.evaluate_key or "-")}</td>',
@@ -156,6 +171,7 @@ def _legend() -> str:
 def render_html(report: Report) -> str:
     lines = heading(report)
     meta = "".join(f'<p class="meta">{esc(line)}</p>' for line in lines)
+    meta += "".join(f'<p class="alert">{esc(line)}</p>' for line in alerts(report))
     title = esc("ageval report: " + ", ".join(report.datasets))
     return (
         "<!DOCTYPE html>\n"

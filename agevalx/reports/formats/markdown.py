@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from agevalx.reports.formats.cells import columns, heading, one_line
+from agevalx.reports.formats.cells import alerts, columns, heading, one_line, status
 from agevalx.reports.models import AttemptRef, Report, ReportRow
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~!#])")
@@ -31,7 +31,7 @@ def _attempt_line(attempt: AttemptRef) -> str:
     score = "" if attempt.score is None else f" score {attempt.score:g}"
     extra = "".join(f", {escape(text)}" for text in (attempt.limit, attempt.error) if text)
     return (
-        f"    - {escape(attempt.attempt_id)} ({attempt.status}{score}{extra}): "
+        f"    - {escape(attempt.attempt_id)} ({status(attempt)}{score}{extra}): "
         f"run {escape(attempt.run_key or '-')}, evaluate {escape(attempt.evaluate_key or '-')}"
     )
 
@@ -58,6 +58,7 @@ def render_markdown(report: Report) -> str:
     first_task_note = len(report.overall) + 1
     lines = ["# ageval report", ""]
     lines += [escape(line) + "  " for line in heading(report)]
+    lines += [f"**{escape(line)}**  " for line in alerts(report)]
     lines += ["", "## Leaderboard (all tasks)", ""]
     lines += _table(report, "overall", report.overall, 1)
     lines += ["", "## Per task", ""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from agevalx.reports.formats.cells import columns, heading, one_line
+from agevalx.reports.formats.cells import alerts, columns, heading, one_line
 from agevalx.reports.models import Report, ReportRow
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def render_table(report: Report) -> str:
     console = Console(
         file=buffer, width=WIDTH, color_system=None, highlight=False, emoji=False, markup=False
     )
-    for line in ["ageval report", *heading(report)]:
+    for line in ["ageval report", *heading(report), *alerts(report)]:
         console.print(Text(line))
     console.print(_table(report, "Leaderboard (all tasks)", "overall", report.overall))
     console.print(_table(report, "Per task", "task", report.tasks))

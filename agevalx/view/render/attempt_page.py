@@ -12,6 +12,7 @@ from typing import Any
 
 from agevalx.cache.layout import object_path
 from agevalx.operations.replay import ReplayReport
+from agevalx.results.models import TryRecord
 from agevalx.runner.activity import ActivityRecord
 from agevalx.view.attempt import (
     ACTIONS_PER_PAGE,
@@ -135,13 +136,39 @@ def _summary(view: AttemptView, jobs: list[str], links: Links) -> Html:
                     "error",
                     f"{error.code} ({error.stage} stage): {error.message}" if error else None,
                 ),
+                ("failure class", _failure_class(error.failure_class) if error else None),
                 ("hint", error.hint if error else None),
+                ("earlier tries", _tries(result.tries) if result.tries else None),
                 ("forked from", ", ".join(f"{k}: {v}" for k, v in sorted(fork.items())) or None),
                 ("config digest", result.config_digest),
                 ("dataset", result.dataset_id),
             ]
         ),
     )
+
+
+FAILURE_CLASS_NOTES = {
+    "agent": "the attempt counts as not passed",
+    "task": "the task or its configuration is broken; counted as not passed",
+    "infrastructure": "not the agent's fault: retried, and left out of the scores",
+}
+
+
+def _failure_class(failure_class: str | None) -> str | None:
+    """`infrastructure: not the agent's fault: ...` (docs/failures.md)."""
+    if failure_class is None:
+        return None
+    note = FAILURE_CLASS_NOTES.get(failure_class)
+    return f"{failure_class}: {note}" if note else failure_class
+
+
+def _tries(tries: list[TryRecord]) -> Html:
+    """The tries retried after an infrastructure failure, one line each."""
+    lines = [
+        f"try {item.number}: {item.code} ({item.failure_class}, {item.stage} stage): {item.message}"
+        for item in tries
+    ]
+    return join((el("div", line) for line in lines), "")
 
 
 def _pairs(mapping: dict[str, str]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agevalx.harbor.summary import HarborSummary
 from agevalx.results.models import JobSummary, TaskMetrics
-from agevalx.view.grid import STATUSES, Cell, Column, Grid
+from agevalx.view.grid import STATUSES, AttemptCell, Cell, Column, Grid
 from agevalx.view.render.layout import (
     Links,
     badge,
@@ -162,7 +162,8 @@ def _cell(cell: Cell, key: str, links: Links) -> Html:
         badge(
             attempt.status,
             links.attempt(attempt.attempt_id),
-            title=_attempt_title(attempt.attempt, attempt.score, attempt.limit, attempt.error),
+            title=_attempt_title(attempt),
+            label=_status_label(attempt),
         )
         for attempt in cell.attempts
     ]
@@ -186,14 +187,26 @@ def _cell(cell: Cell, key: str, links: Links) -> Html:
     )
 
 
-def _attempt_title(attempt: int, score: float | None, limit: str | None, error: str | None) -> str:
-    parts = [f"attempt {attempt}"]
-    if score is not None:
-        parts.append(f"score {number(score)}")
-    if limit:
-        parts.append(f"limit hit: {limit}")
-    if error:
-        parts.append(error)
+SHORT_CLASSES = {"agent": "agent", "task": "task", "infrastructure": "infra"}
+
+
+def _status_label(attempt: AttemptCell) -> str:
+    """`ERROR·infra`: an ERROR with its failure class; other statuses as they are."""
+    if attempt.failure_class is None:
+        return attempt.status
+    return f"{attempt.status}·{SHORT_CLASSES.get(attempt.failure_class, attempt.failure_class)}"
+
+
+def _attempt_title(attempt: AttemptCell) -> str:
+    parts = [f"attempt {attempt.attempt}"]
+    if attempt.score is not None:
+        parts.append(f"score {number(attempt.score)}")
+    if attempt.limit:
+        parts.append(f"limit hit: {attempt.limit}")
+    if attempt.failure_class:
+        parts.append(f"{attempt.failure_class} failure")
+    if attempt.error:
+        parts.append(attempt.error)
     return "; ".join(parts)
 
 
@@ -210,6 +223,11 @@ def _metrics(metrics: TaskMetrics, tokens: int | None, cost: float | None) -> Ht
     ]
     numbers = [
         ("n", str(metrics.n)),
+        *(
+            [("infrastructure", f"{metrics.infrastructure} not scored")]
+            if metrics.infrastructure
+            else []
+        ),
         ("pass rate", number(metrics.pass_rate)),
         ("pass@k", number(metrics.pass_at_k)),
         ("pass^k", number(metrics.pass_hat_k)),

@@ -10,16 +10,22 @@ from rich.live import Live
 from rich.text import Text
 
 from agevalx.cli.render import real_console, stderr
+from agevalx.gateway.budget import JobBudget
 from agevalx.graph.execute import NodeReport
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 
 
 class JobProgress:
-    """Attempts done / running / queued, pass rate so far, elapsed time; refreshed live."""
+    """Attempts done / running / queued, pass rate so far, elapsed time and an ETA; with
+    model traffic, the job's cost and tokens so far and the gateway's concurrency per
+    upstream; refreshed live."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: JobBudget | None = None) -> None:
+        self.budget = budget
         self.started = time.monotonic()
+        self.computed = 0
+        """Attempts this process finished computing (the ETA's rate; reused ones are instant)."""
         self.total = 0
         self.running: set[str] = set()
         self.done = 0
@@ -43,10 +49,17 @@ class JobProgress:
         queued = max(0, self.total - self.done - len(self.running))
         judged = self.done - self.unjudged
         rate = f"{self.passed / judged:.0%}" if judged else "-"
-        return Text(
+        line = (
             f"attempts: {self.done}/{self.total} done, {len(self.running)} running, "
             f"{queued} queued | pass rate {rate} | errors {self.errors} | {elapsed:5.0f}s"
         )
+        left = self.total - self.done
+        if self.computed and left > 0:
+            line += f" | ETA {_duration(elapsed / self.computed * left)}"
+        budget = self.budget
+        if budget is not None and budget.requests:
+            line += f" | {budget.describe()}, {budget.tokens:,} tokens"
+        return Text(line)
 
     def planned(self, plan: Plan) -> None:
         with self._lock:
@@ -68,6 +81,8 @@ class JobProgress:
                 if report.outcome in ("failed", "blocked"):
                     self.done += 1
                     self.errors += 1
+            if node.kind == "evaluate" and report.outcome in ("computed", "failed"):
+                self.computed += 1
             if node.kind == "evaluate" and report.outcome in ("computed", "reused"):
                 self.done += 1
                 status = report.action.meta.get("status") if report.action else None
@@ -76,9 +91,15 @@ class JobProgress:
             elif node.kind == "evaluate" and report.outcome == "failed":
                 self.done += 1
                 self.errors += 1
+            if node.kind == "run" and report.outcome == "skipped":
+                self.total -= 1  # not run: the spend limit held it back
             if report.outcome == "failed":
                 self.failed_nodes.append(node.id)
                 self._live.console.print(f"failed {node.id}: {report.error}", markup=False)
+            for error in report.tries:
+                self._live.console.print(
+                    f"retried {node.id} after [{error.code}] {error.message}", markup=False
+                )
             self._live.refresh()
 
     def __enter__(self) -> JobProgress:
@@ -92,3 +113,12 @@ class JobProgress:
         trace: TracebackType | None,
     ) -> None:
         self._live.__exit__(kind, error, trace)
+
+
+def _duration(seconds: float) -> str:
+    """`45s`, `12m`, `3h05m`."""
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"

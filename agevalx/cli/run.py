@@ -47,6 +47,9 @@ def _document(outcome: RunOutcome) -> dict[str, Any]:
         "warnings": [warning.model_dump(mode="json") for warning in outcome.warnings],
         "reaped": outcome.reaped.model_dump(mode="json"),
         "remote": outcome.remote.model_dump(mode="json") if outcome.remote else None,
+        "continued": outcome.continued,
+        "not_run": outcome.not_run,
+        "spend": outcome.budget.figures(),
     }
 
 
@@ -69,6 +72,12 @@ def _recap(outcome: RunOutcome) -> None:
     from agevalx.results.paths import attempt_dir
 
     render_reaped(outcome.reaped)
+    if outcome.continued:
+        stdout.print(
+            f"continued {len(outcome.continued)} attempt(s) a stopped ageval process left "
+            "unfinished, from their last checkpoints",
+            markup=False,
+        )
     counts = outcome.report.counts()
     stdout.print(
         f"nodes: {counts['computed']} computed, {counts['reused']} reused"
@@ -158,14 +167,30 @@ def _failure_recap(outcome: RunOutcome) -> None:
     codes = [result.error.code for result in outcome.results if result.error is not None]
     for line in infrastructure_lines(codes, counted=counted):
         stdout.print(f"[bold red]{line}[/]", highlight=False)
-    figures = summary.run if summary is not None else None
-    if figures is not None and figures.retries:
-        listed = ", ".join(f"{code}×{n}" for code, n in sorted(figures.retried_codes.items()))
-        stdout.print(f"retried {figures.retries} tries after: {listed}", markup=False)
-    if figures is not None and figures.limit is not None:
+    retried: dict[str, int] = {}
+    for item in outcome.report.nodes:
+        for error in item.tries:
+            retried[error.code] = retried.get(error.code, 0) + 1
+    if retried:
+        listed = ", ".join(f"{code}×{n}" for code, n in sorted(retried.items()))
         stdout.print(
-            f"[bold red]the job's spend limit ({figures.limit}) was reached[/]: "
-            f"{figures.not_run} attempts not run, {figures.stopped_by_limit} stopped",
+            f"[yellow]retried {sum(retried.values())} tries[/] after: {listed}", highlight=False
+        )
+    budget = outcome.budget
+    if budget.requests:
+        stdout.print(f"job spend: {budget.describe()}, {budget.tokens:,} tokens", markup=False)
+    reached = budget.reached
+    if reached is not None:
+        stopped = sum(
+            1
+            for result in outcome.results
+            if result.error is not None and result.error.code == "job_limit_reached"
+        )
+        flag = "--max-cost" if reached == "job_cost" else "--max-tokens"
+        stdout.print(
+            f"[bold red]the job's spend limit ({reached}) was reached[/]: {stopped} attempt(s) "
+            f"stopped at their next model request, {outcome.not_run} not run; the same command "
+            f"with a higher {flag} continues the job and reuses everything done",
             highlight=False,
         )
 
@@ -235,6 +260,42 @@ def run(
             show_default=False,
         ),
     ] = None,
+    retry_infra: Annotated[
+        int,
+        typer.Option(
+            "--retry-infra",
+            min=0,
+            help="Try an attempt that failed for an infrastructure reason (a lost container, "
+            "an unavailable model upstream) up to N more times, from its last checkpoint.",
+        ),
+    ] = 2,
+    count_infra_as_fail: Annotated[
+        bool,
+        typer.Option(
+            "--count-infra-as-fail",
+            help="Count attempts that ended in an infrastructure failure as not passed in "
+            "pass@k (by default they are reported and left out).",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(
+            "--max-cost",
+            min=0,
+            help="Stop the job's spending at this many USD: no new attempt starts, running ones "
+            "stop at their next model request. The same command with a higher limit continues.",
+            show_default=False,
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            help="The same, for the agents' tokens (prompt + completion).",
+            show_default=False,
+        ),
+    ] = None,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -250,6 +311,7 @@ def run(
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
     from agevalx.lockfile import BindingRequest
+    from agevalx.operations.job import JobLimits
     from agevalx.operations.run import RunRequest
     from agevalx.operations.run import run as run_attempts
 
@@ -274,19 +336,27 @@ def run(
         checkpoint=checkpoint,
         harbor=harbor,
         cluster=cluster or None,
+        limits=JobLimits(
+            retry_infra=retry_infra,
+            count_infra_as_fail=count_infra_as_fail,
+            max_cost=max_cost,
+            max_tokens=max_tokens,
+        ),
     )
     interactive = sys.stdout.isatty() and not as_json
     with open_layered_store(cache_dir, remote) as store:
         if interactive:
             from agevalx.cli.progress import JobProgress  # rich: only a terminal shows progress
 
-            with JobProgress() as progress:
+            budget = request.limits.budget()
+            with JobProgress(budget) as progress:
                 outcome = run_attempts(
                     request,
                     store,
                     on_progress=progress.finish,
                     on_start=progress.start,
                     on_plan=progress.planned,
+                    budget=budget,
                 )
         else:
             outcome = run_attempts(request, store)

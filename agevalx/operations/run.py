@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest
@@ -19,6 +20,7 @@ from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write, make_dirs, write_if_changed
+from agevalx.gateway.budget import JOB_LIMIT, JobBudget
 from agevalx.gateway.recording import JUDGE_TRAFFIC
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
@@ -28,6 +30,7 @@ from agevalx.hashing import digest_json
 from agevalx.images.build import revalidate_images
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import write_lock_view
+from agevalx.operations.job import JobLimits, admission, continue_interrupted, retry_policy
 from agevalx.operations.lineage import fork_branch, record_branch
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
 from agevalx.operations.recovery import (
@@ -46,8 +49,9 @@ from agevalx.results.build import (
     diagnostics_text,
     job_summary,
 )
-from agevalx.results.models import AttemptResult, JobSummary
+from agevalx.results.models import AttemptResult, JobRun, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
+from agevalx.runner.output import RunOutput
 from agevalx.runner.recovery import read_attempt
 
 if TYPE_CHECKING:
@@ -81,6 +85,8 @@ class RunRequest:
     """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
     cluster: str | None = None
     """Run the Docker nodes on this Ray cluster (any address `ray.init` takes)."""
+    limits: JobLimits = field(default_factory=JobLimits)
+    """Retries of infrastructure failures, spend limits, how infrastructure failures count."""
 
 
 @dataclass
@@ -98,6 +104,12 @@ class RunOutcome:
     """With a remote (`--remote`, `$AGEVAL_REMOTE`): its hits, misses, uploads, errors."""
     job_ref: str | None = None
     """The ref keeping this run's job record and nodes (what push and pull of it move)."""
+    budget: JobBudget = field(default_factory=JobBudget)
+    """What the job's agents spent (reused attempts included), against its limits."""
+    continued: list[str] = field(default_factory=list)
+    """Attempts a dead process had left unfinished, resumed from their last checkpoint."""
+    not_run: int = 0
+    """Attempts the spend limit kept from starting."""
 
     @property
     def ok(self) -> bool:
@@ -176,8 +188,12 @@ def run(
     on_progress: Callable[[NodeReport], None] | None = None,
     on_start: Callable[[Node], None] | None = None,
     on_plan: Callable[[Plan], None] | None = None,
+    budget: JobBudget | None = None,
 ) -> RunOutcome:
-    """Run (or reuse) every attempt of the request and write result.json / summary.json."""
+    """Run (or reuse) every attempt of the request and write result.json / summary.json.
+
+    `budget` counts the job's spend against its limits (one is made from `request.limits`
+    when not given; pass one to watch the spend while the job runs)."""
     if request.k < 1:
         raise UsageError("invalid_k", "-k must be at least 1", field="-k")
     check_k(request.k)
@@ -186,14 +202,17 @@ def run(
             "dataset_required", "--resume and --fork need the dataset directory", field="DATASET"
         )
     attempts = check_resumable(request) if request.resume else None
+    _check_limits(request)
+    budget = budget or request.limits.budget()
     with (
         adopting(resumed_container(request) if request.resume else None),
         _cluster(request, store) as cluster,
     ):
         reaped = reap_orphans()
-        callbacks = _Callbacks(on_progress, on_start, on_plan, cluster)
+        callbacks = _Callbacks(on_progress, on_start, on_plan, cluster, budget)
         outcome = _run(request, store, attempts, callbacks)
     outcome.reaped = reaped
+    outcome.budget = budget
     outcome.job_ref = record_job(
         store,
         outcome.results,
@@ -204,6 +223,26 @@ def run(
     if isinstance(store, LayeredStore):
         outcome.remote = store.remote_stats
     return outcome
+
+
+def _check_limits(request: RunRequest) -> None:
+    limits = request.limits
+    if limits.retry_infra < 0:
+        raise UsageError(
+            "invalid_retry_infra", "--retry-infra must be 0 or more", field="--retry-infra"
+        )
+    for name, value in (("--max-cost", limits.max_cost), ("--max-tokens", limits.max_tokens)):
+        if value is not None and value <= 0:
+            raise UsageError("invalid_job_limit", f"{name} must be more than 0", field=name)
+    limited = limits.max_cost is not None or limits.max_tokens is not None
+    if request.cluster is not None and limited:
+        raise UsageError(
+            "cluster_job_limit_unsupported",
+            "--max-cost and --max-tokens count the spend of this machine's gateway; a cluster's "
+            "workers each run their own",
+            field="--cluster",
+            hint="run without --cluster, or without the spend limit",
+        )
 
 
 def _kept_checkpoints(outcome: RunOutcome, store: CacheStore) -> list[str]:
@@ -248,10 +287,15 @@ def _run(
     for node in planned.nodes():
         if node.kind == "run" and request.keep_recovery_state:
             node.payload["keep_recovery_state"] = True
+    continued: list[str] = []
     if request.resume:
         mark_resume(planned, request.resume)
+    elif origin is None:
+        continued = continue_interrupted(planned)
     report = _execute(planned, request, store, callbacks)
-    return _write_views(planned, store, report, request.keep_recovery_state)
+    outcome = _write_views(planned, store, report, request, callbacks)
+    outcome.continued = continued
+    return outcome
 
 
 @dataclass(frozen=True)
@@ -260,6 +304,9 @@ class _Callbacks:
     on_start: Callable[[Node], None] | None
     on_plan: Callable[[Plan], None] | None
     cluster: Cluster | None = None
+    budget: JobBudget = field(default_factory=JobBudget)
+    gateway: list[dict[str, Any]] = field(default_factory=list)
+    """The gateway's concurrency figures per upstream, read as the job's execution ended."""
 
 
 @contextmanager
@@ -313,15 +360,66 @@ def _execute(
             cluster.interrupt()
         remove_session_containers()
 
+    budget = callbacks.budget
+    if cluster is None:  # the gateway of this process counts the job's spend
+        for node in planned.nodes():
+            if node.kind == "run":
+                node.payload["job_budget"] = budget
+
+    def progressed(report: NodeReport) -> None:
+        if report.node.kind == "run" and report.outcome == "reused" and report.action:
+            for usage in RunOutput.of(report.action).model_usage.values():
+                budget.add_usage(usage)
+        if callbacks.on_progress is not None:
+            callbacks.on_progress(report)
+
+    with contextlib.ExitStack() as stack:
+        if cluster is None and _uses_model(planned):
+            # One gateway for the whole execution: its concurrency per upstream is learned
+            # once, and its figures are read before it stops.
+            from agevalx.gateway.server import shared_gateway
+
+            gateway = stack.enter_context(shared_gateway())
+            stack.callback(lambda: callbacks.gateway.extend(_figures(gateway)))
+        return _execute_in(planned, store, request, callbacks, workers, progressed, interrupted)
+
+
+def _figures(gateway: object) -> list[dict[str, Any]]:
+    """The gateway's concurrency figures per upstream, as summary.json keeps them."""
+    concurrency = getattr(gateway, "concurrency", None)
+    return [] if concurrency is None else [dict(figure) for figure in concurrency()]
+
+
+def _uses_model(planned: Plan) -> bool:
+    """Whether a role of a planned task talks to a model through the gateway."""
+    return any(
+        role.get("base_url")
+        for task_id in planned.task_ids
+        for role in planned.lock(task_id)["binding"]["roles"].values()
+    )
+
+
+def _execute_in(
+    planned: Plan,
+    store: CacheStore,
+    request: RunRequest,
+    callbacks: _Callbacks,
+    workers: int,
+    progressed: Callable[[NodeReport], None],
+    interrupted: Callable[[], None],
+) -> ExecutionReport:
+    cluster = callbacks.cluster
     try:
         report = execute(
             planned,
             store,
             workers=workers,
-            on_progress=callbacks.on_progress,
+            on_progress=progressed,
             on_interrupt=interrupted,
             on_start=callbacks.on_start,
             dispatch=cluster or run_node,
+            retry=retry_policy(request.limits.retry_infra, resume=cluster is None),
+            admit=admission(callbacks.budget),
         )
         if cluster is not None:  # the result files read what the workers computed
             cluster.settle()
@@ -355,7 +453,7 @@ def _run_until_passed(
             if item.node.id not in nodes or item.outcome != "reused":
                 nodes[item.node.id] = item
         actions.update(report.actions)
-        round_results = _write_views(planned, store, report, request.keep_recovery_state).results
+        round_results = _write_views(planned, store, report, request, callbacks).results
         results += round_results
         pending = tuple(r.task_id for r in round_results if r.status != "PASS")
         if not pending:
@@ -363,13 +461,25 @@ def _run_until_passed(
     assert first is not None
     report = ExecutionReport(nodes=list(nodes.values()), actions=actions)
     key = digest_json(sorted(ref.key for r in results for ref in r.nodes if ref.kind == "run"))
-    summary = job_summary(first, results, request.k, key)
-    return RunOutcome(first, report, results, summary, _write_summary(first, summary))
+    summary = job_summary(first, results, request.k, key, request.limits.count_infra_as_fail)
+    not_run = sum(
+        1 for item in report.nodes if item.node.kind == "run" and item.outcome == "skipped"
+    )
+    summary.run = job_run(report, callbacks.budget, not_run, callbacks.gateway)
+    outcome = RunOutcome(first, report, results, summary, _write_summary(first, summary))
+    outcome.not_run = not_run
+    return outcome
 
 
 def _write_views(
-    planned: Plan, store: CacheStore, report: ExecutionReport, keep_recovery_state: bool
+    planned: Plan,
+    store: CacheStore,
+    report: ExecutionReport,
+    request: RunRequest,
+    callbacks: _Callbacks,
 ) -> RunOutcome:
+    keep_recovery_state = request.keep_recovery_state
+    budget = callbacks.budget
     actions = {item.node.id: item.node.action for item in report.nodes if item.node.action}
     actions.update(report.actions)
     outcomes = {item.node.id: item.outcome for item in report.nodes}
@@ -377,6 +487,8 @@ def _write_views(
         item.node.id: item.error for item in report.nodes if item.error is not None
     }
     retried = {item.node.id: item.retried for item in report.nodes if item.retried is not None}
+    tries = {item.node.id: item.tries for item in report.nodes if item.tries}
+    skipped = {item.node.id for item in report.nodes if item.outcome == "skipped"}
     root = planned.dataset.root
     forked = any("fork" in node.payload for node in planned.nodes() if node.kind == "run")
     for item in report.nodes:
@@ -392,10 +504,16 @@ def _write_views(
             if item.node.kind == "lock":
                 write_lock_view(root, item.node)
     results = []
+    not_run = 0
     for task_id, attempt in attempts_of(planned):
+        if f"run:{task_id}#{attempt}" in skipped:  # the spend limit kept it from starting
+            not_run += 1
+            continue
         result = attempt_result(
-            planned, store, task_id, attempt, actions, outcomes, errors, retried
+            planned, store, task_id, attempt, actions, outcomes, errors, retried, tries
         )
+        if result.error is not None and result.error.code == JOB_LIMIT:
+            result.limit = budget.reached or result.limit
         run_action = actions.get(f"run:{task_id}#{attempt}")
         evaluation = actions.get(f"evaluate:{task_id}#{attempt}")
         diagnostics = diagnostics_text(store, evaluation)
@@ -413,10 +531,41 @@ def _write_views(
                 json.loads(store.get_bytes(action.outputs["summary"].digest))
             )
         else:
-            k = max(result.attempt for result in results) + 1
-            summary = job_summary(planned, results, k, node.key)
+            k = max((result.attempt for result in results), default=0) + 1
+            summary = job_summary(planned, results, k, node.key, request.limits.count_infra_as_fail)
+        summary.run = job_run(report, budget, not_run, callbacks.gateway)
         path = _write_summary(planned, summary)
-    return RunOutcome(planned, report, results, summary, path)
+    outcome = RunOutcome(planned, report, results, summary, path)
+    outcome.not_run = not_run
+    return outcome
+
+
+def job_run(
+    report: ExecutionReport, budget: JobBudget, not_run: int, gateway: list[dict[str, Any]]
+) -> JobRun:
+    """This invocation's figures for summary.json: retries, spend and limits, the gateway's
+    concurrency per upstream (not part of the summary's content key)."""
+    retried: dict[str, int] = {}
+    for item in report.nodes:
+        for error in item.tries:
+            retried[error.code] = retried.get(error.code, 0) + 1
+    stopped = sum(
+        1
+        for item in report.nodes
+        if item.node.kind == "run"
+        and item.outcome == "failed"
+        and item.error is not None
+        and item.error.code == JOB_LIMIT
+    )
+    return JobRun(
+        retries=sum(retried.values()),
+        retried_codes=retried,
+        not_run=not_run,
+        stopped_by_limit=stopped,
+        limit=budget.reached,
+        spend=budget.figures(),
+        gateway=gateway,
+    )
 
 
 def _write_summary(planned: Plan, summary: JobSummary) -> Path:

@@ -9,11 +9,11 @@ import pytest
 from agevalx.cache.store import CacheStore
 from agevalx.cli.run import _recap
 from agevalx.errors import AgevalError
-from agevalx.graph.execute import ExecutionReport
+from agevalx.gateway.budget import JobBudget
+from agevalx.graph.execute import ExecutionReport, NodeReport
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.operations.run import RunOutcome
 from agevalx.results.build import attempt_result, job_summary
-from agevalx.results.models import JobRun
 from tests.unit.graph.conftest import write_dataset
 
 pytestmark = pytest.mark.unit
@@ -82,20 +82,22 @@ def test_the_recap_shows_the_jobs_retries_and_spend_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     outcome = _outcome(tmp_path, [AgevalError("job_limit_reached", "the job's cost limit")])
-    assert outcome.summary is not None
-    outcome.summary.run = JobRun(
-        retries=2,
-        retried_codes={"model_stream_broken": 2},
-        not_run=5,
-        stopped_by_limit=1,
-        limit="job_cost",
-    )
+    node = outcome.plan.node("run:alpha#0")
+    broken = AgevalError("model_stream_broken", "stalled")
+    outcome.report = ExecutionReport(nodes=[NodeReport(node, "failed", tries=[broken, broken])])
+    outcome.budget = JobBudget(max_cost=0.01)
+    outcome.budget.add(1000, 200, 0.012)
+    outcome.not_run = 5
     _recap(outcome)
     out = capsys.readouterr().out
     assert "1 attempt stopped by the job's spend limit, not scored" in out
     assert "infrastructure failure" not in out
     assert "retried 2 tries after: model_stream_broken×2" in out
-    assert "the job's spend limit (job_cost) was reached: 5 attempts not run, 1 stopped" in out
+    assert "job spend: $0.0120 of --max-cost $0.01, 1,200 tokens" in out
+    assert (
+        "the job's spend limit (job_cost) was reached: 1 attempt(s) stopped at their next model "
+        "request, 5 not run; the same command with a higher --max-cost continues the job"
+    ) in out
 
 
 def test_no_loud_line_without_infrastructure_failures(

@@ -1,0 +1,122 @@
+"""What keeps a long job going: retries of infrastructure failures, the spend limits, and
+continuing a job whose process was killed.
+
+- `retry_policy`: a node that failed with an infrastructure failure (`agevalx.failures`) is
+  computed again, up to `--retry-infra` more times. A run node continues from its attempt's
+  last checkpoint (`payload["resume"]`: the same attempt id, its spent wall time and
+  invocations counting); an agent or task failure is never retried, nor is an attempt the
+  job's spend limit stopped.
+- `admission`: once the job's budget (`gateway.budget`) reaches a limit, no new attempt
+  starts; its nodes end `skipped` and the job's recap counts them as not run.
+- `continue_interrupted`: re-running the command of a job whose process died (kill -9, a
+  reboot) resumes every attempt that process left unfinished from its last checkpoint, as
+  `--resume` does for one attempt; sealed attempts are reused from the cache as always.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from agevalx.errors import AgevalError
+from agevalx.failures import is_infrastructure
+from agevalx.gateway.budget import JOB_LIMIT, JobBudget
+from agevalx.graph.execute import Admit, Retry
+from agevalx.graph.nodes import Node
+from agevalx.graph.plan import Plan
+from agevalx.results.paths import attempt_dir, attempt_id
+from agevalx.runner.recovery import process_alive, read_attempt
+
+DEFAULT_RETRY_INFRA = 2
+NOT_RETRIED = frozenset({"lock", "summary"})
+"""Node kinds never computed again: a lock failure is the configuration's."""
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """`ageval run`'s job-level options."""
+
+    retry_infra: int = DEFAULT_RETRY_INFRA
+    """More tries for a node whose failure is infrastructure."""
+    count_infra_as_fail: bool = False
+    """Count infrastructure failures as not passed in pass@k (left out by default)."""
+    max_cost: float | None = None
+    """Stop starting attempts once the agents' cost reaches this many USD."""
+    max_tokens: int | None = None
+    """... or once their tokens (prompt + completion) reach this many."""
+
+    def budget(self) -> JobBudget:
+        return JobBudget(max_cost=self.max_cost, max_tokens=self.max_tokens)
+
+
+def retry_policy(limit: int, *, resume: bool = True) -> Retry:
+    """Compute a node again after an infrastructure failure, at most `limit` more times; a
+    run node from its last checkpoint (`resume`; a cluster's workers start it afresh)."""
+
+    def retry(node: Node, error: AgevalError, tries: int) -> bool:
+        if tries > limit or node.kind in NOT_RETRIED or error.code == JOB_LIMIT:
+            return False
+        if not is_infrastructure(error.code):
+            return False
+        if node.kind == "run" and resume:  # keeping the attempt's id and its spent budget
+            node.payload["resume"] = True
+        return True
+
+    return retry
+
+
+def admission(budget: JobBudget) -> Admit:
+    """Hold back every attempt that would start after the budget reached a limit."""
+
+    def admit(node: Node) -> AgevalError | None:
+        reached = budget.reached
+        if node.kind != "run" or reached is None:
+            return None
+        return AgevalError(
+            JOB_LIMIT,
+            f"not started: the job reached its spend limit ({budget.describe()})",
+            field=reached,
+            hint="run the same command with a higher --max-cost / --max-tokens to continue",
+        )
+
+    return admit
+
+
+def continue_interrupted(planned: Plan) -> list[str]:
+    """Mark for resumption the planned attempts a dead process left unfinished; their ids.
+
+    An attempt is continued when its attempt.json names a process that no longer runs, with
+    the configuration planned now, and it has no result.json, or one that records an
+    infrastructure failure (an attempt stopped by the spend limit among them).
+    """
+    continued = []
+    root = planned.dataset.root
+    for node in planned.nodes():
+        if node.kind != "run" or node.status == "hit" or node.payload.get("fork"):
+            continue
+        directory = attempt_dir(root, attempt_id(node))
+        previous = read_attempt(directory)
+        if previous is None or process_alive(previous):
+            continue
+        assert node.task_id is not None
+        if previous.config_digest != planned.lock(node.task_id)["config_digest"]:
+            continue
+        if not _unfinished(directory / "result.json"):
+            continue
+        node.payload["resume"] = True
+        continued.append(previous.attempt_id)
+    return continued
+
+
+def _unfinished(result: Path) -> bool:
+    """No result.json, or one whose error is an infrastructure failure."""
+    try:
+        document = json.loads(result.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    error = document.get("error") if isinstance(document, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return document.get("status") == "ERROR" and isinstance(code, str) and is_infrastructure(code)

@@ -1,0 +1,99 @@
+"""Kill -9 a job mid-way and run the same command again: the job continues where it stopped.
+
+Sealed attempts are reused, the attempts in flight resume from their last checkpoint with
+their ids (no completed invocation runs twice), and nothing the dead process left stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.cli import main
+from agevalx.environments.engine import client
+from tests.integration.recovery.test_resume_faults import (
+    AGEVAL,
+    RUNCASES,
+    TASK,
+    agent_starts,
+    attempt_dirs,
+    records,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
+
+K = 3
+COMMAND = ("run", "--task", TASK, "-k", str(K), "--max-concurrent", str(K))
+
+
+def invocations(directory: Path) -> list[int]:
+    path = directory / "activity.jsonl"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return [
+        json.loads(line)["invocation"]
+        for line in lines
+        if line.strip() and json.loads(line)["type"] == "invocation"
+    ]
+
+
+def kill_mid_job(dataset: Path, timeout: float = 120) -> int:
+    """Start the job and SIGKILL it once every attempt has completed an invocation and none
+    has completed all three; its pid."""
+    process = subprocess.Popen(
+        [AGEVAL, COMMAND[0], str(dataset), *COMMAND[1:], "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            assert process.poll() is None, "the job finished before the fault point"
+            assert time.monotonic() < deadline, "the fault point was never reached"
+            done = [invocations(directory) for directory in attempt_dirs(dataset)]
+            if len(done) == K and all(1 <= len(steps) < 3 for steps in done):
+                break
+            time.sleep(0.05)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    return process.pid
+
+
+def test_a_killed_job_continues_each_attempt_from_its_last_checkpoint(copy_dataset, capsys) -> None:
+    dataset = copy_dataset(RUNCASES)
+    started = time.time()
+    killed = kill_mid_job(dataset)
+    before = {directory.name: invocations(directory) for directory in attempt_dirs(dataset)}
+    assert not any((dataset / ".ageval/runs" / name / "result.json").exists() for name in before)
+
+    code = main([COMMAND[0], str(dataset), *COMMAND[1:], "--json"])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    results = document["results"]
+    assert sorted(result["attempt_id"] for result in results) == sorted(before)
+    assert sorted(document["continued"]) == sorted(before)
+    for result in results:
+        assert result["status"] == "PASS", result
+        steps = invocations(dataset / ".ageval/runs" / result["attempt_id"])
+        assert steps == [0, 1, 2]
+        assert steps[: len(before[result["attempt_id"]])] == before[result["attempt_id"]]
+        # 3 invocations, plus at most the one cut short by the kill
+        starts = agent_starts(started, result["attempt_id"], {killed, os.getpid()})
+        assert starts <= 4, f"{starts} agent processes: a completed invocation ran again"
+    assert document["reaped"]["containers"], "the dead process's containers were not reaped"
+    for result in results:
+        labels = [f"ageval.attempt={result['attempt_id']}"]
+        assert client().containers.list(all=True, sparse=True, filters={"label": labels}) == []
+
+    # Once more: every attempt is sealed now, and reused.
+    code = main([COMMAND[0], str(dataset), *COMMAND[1:], "--json"])
+    again = json.loads(capsys.readouterr().out)
+    assert code == 0 and again["continued"] == [] and again["counts"]["computed"] == 0
+    assert len([r for r in records(dataset) if r["type"] == "invocation"]) == 3 * K

@@ -41,10 +41,11 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
+from agevalx.gateway.budget import JOB_LIMIT
 from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.replaying import ModelDivergence, RoleReplay
 from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
-from agevalx.gateway.usage import UsageReader, is_token_count, path_model
+from agevalx.gateway.usage import UsageReader, is_token_count, path_model, priced_cost
 
 RETRY_INTERVAL_SECONDS = 60.0
 """Seconds between two tries of a failing upstream (fixed by the spec; tests patch it)."""
@@ -228,6 +229,13 @@ class Gateway:
             return _error(401, "gateway_token_unknown", "unknown gateway token")
         if route.stats.failure == UNAVAILABLE:  # the attempt is lost already: hold no more
             return _error(503, UNAVAILABLE, route.stats.failure_message)
+        if route.budget is not None and route.budget.reached is not None:
+            route.stats.failure = JOB_LIMIT
+            route.stats.failure_message = (
+                f"the job reached its spend limit ({route.budget.describe()}): the attempt "
+                "stopped at this model request"
+            )
+            return _error(403, JOB_LIMIT, route.stats.failure_message)
         body = await request.read()
         if route.replay is not None:
             return await self._replayed(request, route, route.replay, body)
@@ -284,7 +292,7 @@ class Gateway:
             with contextlib.suppress(ValueError):
                 reader.feed_json(json.loads(data))
         if request.method == "POST":
-            _count(route, reader, body, request.path)
+            _count(route, reader, body, request.path, paid=False)
         if route.recorder is not None:
             route.recorder.record(request.method, request.path, body, found.status, data)
         if found.streamed:
@@ -389,11 +397,12 @@ def _masked(text: str, key: str | None) -> str:
     return text.replace(key, "***") if key else text
 
 
-def _count(route: Route, reader: UsageReader, body: bytes, path: str) -> None:
-    """Add a response's usage to its route; the model is the response's, else the one the
-    request names (in its path for Gemini; its body, an agent's whole conversation often, is
-    parsed only then). A token count is a request with no tokens or cost of its own (its
-    answer has no usage)."""
+def _count(route: Route, reader: UsageReader, body: bytes, path: str, *, paid: bool = True) -> None:
+    """Add a response's usage to its route, and to the job's spend when the upstream was
+    `paid` for it (not for an answer from a recording); the model is the response's, else the
+    one the request names (in its path for Gemini; its body, an agent's whole conversation
+    often, is parsed only then). A token count is a request with no tokens or cost of its own
+    (its answer has no usage)."""
     if is_token_count(path):
         route.stats.requests += 1
         return
@@ -402,6 +411,12 @@ def _count(route: Route, reader: UsageReader, body: bytes, path: str) -> None:
     if usage is None or not usage.model:
         model = path_model(path) or _requested_model(body)
     route.stats.add(usage, model)
+    if paid and route.budget is not None:
+        if usage is None:
+            route.budget.add(0, 0, None)
+        else:
+            cost = priced_cost(usage, usage.model or model)
+            route.budget.add(usage.prompt_tokens, usage.completion_tokens, cost)
 
 
 def _requested_model(body: bytes) -> str | None:

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from agevalx.errors import AgevalError
 from agevalx.gateway.budget import JobBudget
 
 pytestmark = pytest.mark.unit
@@ -67,3 +68,28 @@ def test_concurrent_additions_are_all_counted() -> None:
         thread.join()
     assert budget.tokens == 16_000 and budget.requests == 8000
     assert budget.cost == pytest.approx(8.0)
+
+
+def test_the_gateway_counts_live_spend_and_refuses_requests_past_the_limit() -> None:
+    from agevalx.agents.mockllm import MockLLM
+    from agevalx.gateway.attempt import AttemptRoutes
+    from agevalx.gateway.server import Gateway
+    from tests.unit.gateway.test_gateway import _chat
+
+    budget = JobBudget(max_tokens=1)
+    script = [{"message": "one two three"}, {"message": "four"}]
+    with Gateway() as gateway, MockLLM(script, model="gpt-5.4-mini") as mock:
+        profile = {"base_url": mock.url, "model": {"id": "gpt-5.4-mini"}}
+        routes = AttemptRoutes(gateway, {"solver": profile}, budget=budget)
+        token = routes.routes["solver"].token
+        status, _ = _chat(gateway, token, {"model": "gpt-5.4-mini"})
+        assert status == 200
+        assert budget.requests == 1 and budget.tokens > 1
+        assert budget.reached == "job_tokens"
+        status, data = _chat(gateway, token, {"model": "gpt-5.4-mini"})
+        assert status == 403 and b"job_limit_reached" in data
+        assert len(mock.completions) == 1  # the refused request never reached the upstream
+        with pytest.raises(AgevalError) as raised:
+            routes.check("solver")
+        assert raised.value.code == "job_limit_reached"
+        routes.close()

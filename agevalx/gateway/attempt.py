@@ -57,11 +57,14 @@ class AttemptRoutes:
         self.log = log
         """The attempt's `model.jsonl`, when its traffic is recorded."""
         self.replay = replay
-        """In a model-traffic replay: the recording every route answers from."""
+        """In a model-traffic replay: the recording every route answers from; in a resumed
+        attempt: the traffic it set aside, answering while it matches."""
         self.routes: dict[str, Route] = {}
         for role, profile in profiles.items():
             upstream = (
-                upstream_of(profile, with_key=replay is None) if gateway is not None else None
+                upstream_of(profile, with_key=replay is None or replay.fall_through)
+                if gateway is not None
+                else None
             )
             if gateway is not None and upstream is not None:
                 recorder = None if log is None else log.recorder(role)
@@ -128,6 +131,12 @@ class AttemptRoutes:
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per role: requests, tokens, cost, retries and wait time."""
         return {role: route.stats.summary() for role, route in self.routes.items()}
+
+    def reused(self) -> dict[str, int]:
+        """Per role that had any: requests answered from recorded traffic, not paid."""
+        return {
+            role: route.stats.reused for role, route in self.routes.items() if route.stats.reused
+        }
 
     def close(self) -> None:
         if self.gateway is not None:

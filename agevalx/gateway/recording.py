@@ -59,6 +59,7 @@ class TrafficLog:
         self.redactor = redactor
         self._lock = threading.Lock()
         self._seq: int | None = None
+        self._kept = 0
 
     def recorder(self, role: str) -> TrafficRecorder:
         return TrafficRecorder(self, role)
@@ -69,12 +70,20 @@ class TrafficLog:
         with self._lock:
             return self._sequence()
 
+    @property
+    def kept(self) -> int:
+        """The lines a resumed attempt kept: those in the file when this log was first used."""
+        with self._lock:
+            self._sequence()
+            return self._kept
+
     def _sequence(self) -> int:
         if self._seq is None:  # the first use: continue what a resumed attempt kept
             try:
-                self._seq = self.path.read_bytes().count(b"\n")
+                self._kept = self.path.read_bytes().count(b"\n")
             except OSError:
-                self._seq = 0
+                self._kept = 0
+            self._seq = self._kept
         return self._seq
 
     def append(self, line: dict[str, Any]) -> None:

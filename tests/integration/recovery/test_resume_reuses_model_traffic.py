@@ -134,7 +134,8 @@ def test_a_resumed_attempt_pays_only_the_request_in_flight_at_the_kill(
     clean_usage = json.loads((clean_dir / "result.json").read_text())["usage"]
 
     dataset = dataset_copy(tmp_path, "killed")
-    with HeldMock() as mock:
+    mock = HeldMock()
+    with mock:
         serve(monkeypatch, mock)
         process = subprocess.Popen(
             [sys.executable, "-m", "agevalx", "run", str(dataset), *AGENT, "--json"],

@@ -45,7 +45,10 @@ def _post(gateway: Gateway, token: str, body: dict[str, Any]) -> tuple[int, dict
     )
     try:
         with urllib.request.urlopen(request, timeout=20) as response:
-            return response.status, json.loads(response.read())
+            data = response.read()
+            if response.headers["Content-Type"] == "text/event-stream":
+                return response.status, {"stream": data.decode()}
+            return response.status, json.loads(data)
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
 
@@ -54,15 +57,18 @@ def _answer(reply: dict[str, Any]) -> str:
     return str(reply["choices"][0]["message"]["content"])
 
 
-def _record(directory: Path, roles: dict[str, list[dict[str, Any]]]) -> None:
+def _record(directory: Path, roles: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Each role's requests through the gateway into `directory`'s model.jsonl (a run the
-    process was killed in)."""
+    process was killed in); the usage the gateway counted, per role."""
     log = TrafficLog(directory / MODEL_TRAFFIC, Redactor([KEY]))
+    usage = {}
     with MockLLM(SCRIPT) as mock, Gateway() as gateway:
         for role, bodies in roles.items():
             route = gateway.register(Upstream(base_url=mock.url, api_key=KEY), log.recorder(role))
             for body in bodies:
                 assert _post(gateway, route.token, body)[0] == 200
+            usage[role] = route.stats.summary()
+    return usage
 
 
 def _checkpoint(seq: int, model_lines: int | None) -> ActivityRecord:
@@ -158,3 +164,19 @@ def test_which_model_lines_a_resume_keeps() -> None:
     assert model_lines_kept(ResumePoint([_invocation(0), _checkpoint(1, 7)], [], 0.0)) == 7
     assert model_lines_kept(ResumePoint([_checkpoint(1, 7), _invocation(2)], [], 0.0)) is None
     assert model_lines_kept(ResumePoint([_invocation(0), _checkpoint(1, None)], [], 0.0)) is None
+
+
+@pytest.mark.unit
+def test_a_resumed_attempts_usage_counts_the_exchanges_it_kept(tmp_path: Path) -> None:
+    streamed = {**_body("a", "b"), "stream": True, "stream_options": {"include_usage": True}}
+    paid = _record(tmp_path, {"solver": [_body("a"), streamed, _body("a", "b", "c")]})
+    reuse = _resume(tmp_path, ResumePoint([_invocation(0), _checkpoint(1, 2)], [], 0.0))
+    log = TrafficLog(tmp_path / MODEL_TRAFFIC, Redactor([KEY]))
+    with MockLLM(SCRIPT[2:]) as mock, Gateway() as gateway:
+        routes = AttemptRoutes(
+            gateway, {"solver": {"base_url": mock.url, "api_key": KEY}}, log, reuse
+        )
+        status, _ = _post(gateway, routes.routes["solver"].token, _body("a", "b", "c"))
+        assert status == 200 and mock.requests == [], "answered from the set-aside exchange"
+        assert routes.summary() == paid
+        assert routes.summary() == paid, "the kept exchanges are counted once"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agevalx.config.secrets import resolve_reference
 from agevalx.errors import AgevalError
 from agevalx.evaluation.result import EvaluationResult
+from agevalx.gateway.budget import JOB_LIMIT, JobBudget
 from agevalx.gateway.recording import TrafficLog
 from agevalx.gateway.replaying import Exchange, TrafficReplay, parse_exchange
 from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
@@ -55,6 +56,7 @@ class AttemptRoutes:
         profiles: Mapping[str, Mapping[str, Any]],
         log: TrafficLog | None = None,
         replay: TrafficReplay | None = None,
+        budget: JobBudget | None = None,
     ) -> None:
         self.gateway = gateway
         self.log = log
@@ -74,6 +76,7 @@ class AttemptRoutes:
                 recorder = None if log is None else log.recorder(role)
                 answers = None if replay is None else replay.role(role)
                 self.routes[role] = gateway.register(upstream, recorder, answers)
+                self.routes[role].budget = budget
 
     def add(self, role: str, upstream: Upstream) -> Route:
         """Register one more route, for `role`, to `upstream` (recorded in `log`)."""
@@ -123,6 +126,12 @@ class AttemptRoutes:
             route.stats.failure_message = (
                 "the wall time ran out while the model upstream was failing: "
                 + route.stats.failure_message
+            )
+        if route.stats.failure == JOB_LIMIT:
+            raise AgevalError(
+                JOB_LIMIT,
+                route.stats.failure_message,
+                hint="the same command with a higher --max-cost / --max-tokens resumes it",
             )
         if route.stats.failure is not None:
             raise AgevalError(

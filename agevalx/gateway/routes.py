@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from agevalx.gateway.budget import JobBudget
 from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.replaying import RoleReplay
 from agevalx.gateway.usage import RouteStats
@@ -49,3 +50,6 @@ class Route:
     """Where its requests and responses are recorded (`model.jsonl`), if anywhere."""
     replay: RoleReplay | None = None
     """In a model-traffic replay: the recording that answers instead of the upstream."""
+    budget: JobBudget | None = None
+    """The job's spend, which this route's live responses add to; once it reaches a limit,
+    the route's next request is refused (`job_limit_reached`)."""

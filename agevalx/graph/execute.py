@@ -5,6 +5,12 @@ Every node is reported as reused, computed, failed or blocked. Nodes of one key 
 work: two tasks of the same content, many tasks of one Dockerfile) are computed once per
 execution: the first one started computes, the others wait for it and reuse its entry (or
 fail with its error), as a cache hit found during the run.
+
+Two policies of the caller shape a long job: `retry` says whether a failed node is computed
+once more (an infrastructure failure, within the job's retry budget: the node is dispatched
+again, the same node with the same key, and its earlier failures are kept in `tries`), and
+`admit` may hold a node back before it starts (a job whose spend limit is reached starts no
+new attempt): such a node and its descendants end as `skipped`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from agevalx.graph.plan import Plan
 from agevalx.graph.registry import executor_for
 from agevalx.graph.rules import Rule, load_rules
 
-Outcome = Literal["reused", "computed", "failed", "blocked"]
+Outcome = Literal["reused", "computed", "failed", "blocked", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,10 @@ Executor = Callable[[Node, "ExecutionContext"], NodeResult]
 Dispatch = Callable[[Node, "ExecutionContext"], ActionManifest]
 """Computes one missing node and returns its stored action entry: `run_node` here, or a
 cluster's dispatcher running it on another machine."""
+Retry = Callable[[Node, AgevalError, int], bool]
+"""Whether a node that failed with this error, after this many tries, is computed again."""
+Admit = Callable[[Node], AgevalError | None]
+"""None to let a node start, else why it is held back (it ends `skipped`)."""
 
 
 @dataclass
@@ -78,7 +88,9 @@ class NodeReport:
     ran_on: str | None = None
     """The cluster node that computed it (None: this process)."""
     retried: str | None = None
-    """Why it was computed a second time: the infrastructure failure of the first try."""
+    """Why a cluster computed it a second time: the infrastructure failure of the first try."""
+    tries: list[AgevalError] = field(default_factory=list)
+    """The failures of its earlier tries, when the job's retry policy computed it again."""
 
     def to_dict(self) -> dict[str, Any]:
         data = {**self.node.summary(), "outcome": self.outcome}
@@ -86,6 +98,8 @@ class NodeReport:
             data["ran_on"] = self.ran_on
         if self.retried is not None:
             data["retried"] = self.retried
+        if self.tries:
+            data["tries"] = [error.to_dict() for error in self.tries]
         if self.error is not None:
             data["error"] = self.error.to_dict()
         return data
@@ -104,7 +118,7 @@ class ExecutionReport:
         return all(item.outcome in ("reused", "computed") for item in self.nodes)
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(("reused", "computed", "failed", "blocked"), 0)
+        counts = dict.fromkeys(("reused", "computed", "failed", "blocked", "skipped"), 0)
         for item in self.nodes:
             counts[item.outcome] += 1
         return counts
@@ -145,9 +159,15 @@ class _Scheduler:
         on_progress: Callable[[NodeReport], None] | None,
         on_start: Callable[[Node], None] | None = None,
         dispatch: Dispatch = run_node,
+        retry: Retry | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self.context = context
         self.dispatch = dispatch
+        self.retry = retry
+        self.admit = admit
+        self.tries: dict[str, list[AgevalError]] = {}
+        """The failures of the earlier tries of nodes computed again, by node."""
         self.graph = context.plan.graph
         self.on_progress = on_progress
         self.on_start = on_start
@@ -166,17 +186,23 @@ class _Scheduler:
             self.on_progress(report)
 
     def finish(self, name: str, report: NodeReport) -> None:
+        report.tries = self.tries.get(name, [])
         self._report(name, report)
         for follower in self.followers.pop(name, []):
             self.follow(follower, report)
-        if report.outcome in ("failed", "blocked"):
+        if report.outcome in ("failed", "blocked", "skipped"):
             import networkx as nx  # the plan's graph (`Plan.graph`) imported it already
 
+            skipped = report.outcome == "skipped"
             for descendant in nx.descendants(self.graph, name):
                 if descendant not in self.reports:
                     self.waiting.pop(descendant, None)
+                    node = self.graph.nodes[descendant]["node"]
                     self._report(
-                        descendant, NodeReport(self.graph.nodes[descendant]["node"], "blocked")
+                        descendant,
+                        NodeReport(node, "skipped", report.error)
+                        if skipped
+                        else NodeReport(node, "blocked"),
                     )
             return
         for child in self.graph.successors(name):
@@ -205,6 +231,13 @@ class _Scheduler:
             else:
                 self.followers.setdefault(leader, []).append(name)
             return
+        held = self.admit(node) if self.admit is not None else None
+        if held is not None:
+            self.finish(name, NodeReport(node, "skipped", held))
+            return
+        self.submit(name, node)
+
+    def submit(self, name: str, node: Node) -> None:
         if self.on_start is not None:
             self.on_start(node)
         self.running[self.pool.submit(self.dispatch, node, self.context)] = name
@@ -226,11 +259,18 @@ class _Scheduler:
             where = self.context.placements.get(name), self.context.retries.get(name)
         try:
             manifest = future.result()
-        except AgevalError as exc:
-            self.finish(name, NodeReport(node, "failed", exc, ran_on=where[0], retried=where[1]))
-            return
-        except Exception as exc:  # an executor bug must not take the whole job down
-            error = AgevalError("node_failed", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            error = (
+                exc
+                if isinstance(exc, AgevalError)
+                # an executor bug must not take the whole job down
+                else AgevalError("node_failed", f"{type(exc).__name__}: {exc}")
+            )
+            earlier = self.tries.setdefault(name, [])
+            if self.retry is not None and self.retry(node, error, len(earlier) + 1):
+                earlier.append(error)
+                self.submit(name, node)
+                return
             self.finish(name, NodeReport(node, "failed", error, ran_on=where[0], retried=where[1]))
             return
         with self.context.lock:
@@ -256,9 +296,12 @@ def execute(
     on_interrupt: Callable[[], object] | None = None,
     on_start: Callable[[Node], None] | None = None,
     dispatch: Dispatch = run_node,
+    retry: Retry | None = None,
+    admit: Admit | None = None,
 ) -> ExecutionReport:
     """Compute every missing node of `plan` with its kind's registered executor; reuse the
-    cached ones. `dispatch` computes one node (a cluster's runs some on other machines).
+    cached ones. `dispatch` computes one node (a cluster's runs some on other machines);
+    `retry` and `admit` are the job's policies (see the module's docstring).
 
     On Ctrl-C, `on_interrupt` runs first (e.g. to remove containers, so that running
     executors fail fast), queued nodes are cancelled, and the interrupt propagates.
@@ -266,7 +309,7 @@ def execute(
     import networkx as nx  # not at the top: planning imports this module, and never walks so
 
     context = ExecutionContext(plan=plan, store=store)
-    scheduler = _Scheduler(context, workers, on_progress, on_start, dispatch)
+    scheduler = _Scheduler(context, workers, on_progress, on_start, dispatch, retry, admit)
     try:
         scheduler.run()
     except KeyboardInterrupt:

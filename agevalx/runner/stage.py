@@ -531,7 +531,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             replay = node.payload.get("model_traffic")
             if replay is None and node.payload.get("resume"):  # the cut-short traffic answers
                 replay = ResumedTraffic(directory / ABANDONED_TRAFFIC, log.redactor)
-            routes = AttemptRoutes(gateway, profiles(lock), log, replay)
+            budget = node.payload.get("job_budget")
+            routes = AttemptRoutes(gateway, profiles(lock), log, replay, budget)
             stack.callback(routes.close)
         try:
             return _run_attempt(node, context, lock, routes)

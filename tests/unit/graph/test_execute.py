@@ -66,7 +66,13 @@ def test_first_run_computes_everything_and_second_reuses_everything(
     assert first.ok and first.counts()["computed"] == len(first.nodes) - 1  # one image, twice
     again = Recorder()
     second = run_job(dataset, store, again)
-    assert second.counts() == {"reused": len(first.nodes), "computed": 0, "failed": 0, "blocked": 0}
+    assert second.counts() == {
+        "reused": len(first.nodes),
+        "computed": 0,
+        "failed": 0,
+        "blocked": 0,
+        "skipped": 0,
+    }
     assert again.order == []
 
 
@@ -199,3 +205,67 @@ def test_every_kind_with_an_executor_registers_it_from_the_module_its_rule_names
     for rule in load_rules().values():
         if rule.executor is not None:
             assert callable(executor_for(rule)), rule.kind
+
+
+class Flaky(Recorder):
+    """Fails the named nodes' first `times` tries with an infrastructure-looking code."""
+
+    def __init__(self, flaky: set[str], times: int) -> None:
+        super().__init__()
+        self.flaky = flaky
+        self.times = times
+        self.tries: dict[str, int] = {}
+
+    def __call__(self, node: Node, context: ExecutionContext) -> NodeResult:
+        with self.guard:
+            self.tries[node.id] = self.tries.get(node.id, 0) + 1
+            failing = node.id in self.flaky and self.tries[node.id] <= self.times
+        if failing:
+            raise AgevalError("environment_lost", f"{node.id} lost its container")
+        return super().__call__(node, context)
+
+
+def run_with(dataset: Path, store: CacheStore, recorder: Recorder, **policies: object):
+    planned = plan(PlanRequest(dataset=dataset, k=2), store)
+    with substituted(recorder.executors()):
+        return execute(planned, store, workers=2, **policies)  # type: ignore[arg-type]
+
+
+def test_a_retried_node_is_computed_again_and_keeps_its_earlier_failures(
+    dataset: Path, store: CacheStore
+) -> None:
+    flaky = Flaky({"run:alpha#0"}, times=2)
+    report = run_with(dataset, store, flaky, retry=lambda node, error, tries: tries <= 2)
+    assert report.ok
+    [item] = [item for item in report.nodes if item.node.id == "run:alpha#0"]
+    assert item.outcome == "computed"
+    assert [error.code for error in item.tries] == ["environment_lost", "environment_lost"]
+    assert item.to_dict()["tries"][0]["code"] == "environment_lost"
+    assert flaky.tries["run:alpha#0"] == 3
+
+
+def test_retries_stop_at_the_policy_limit(dataset: Path, store: CacheStore) -> None:
+    flaky = Flaky({"run:alpha#0"}, times=5)
+    report = run_with(dataset, store, flaky, retry=lambda node, error, tries: tries <= 1)
+    outcomes = {item.node.id: item for item in report.nodes}
+    assert outcomes["run:alpha#0"].outcome == "failed"
+    assert len(outcomes["run:alpha#0"].tries) == 1
+    assert outcomes["evaluate:alpha#0"].outcome == "blocked"
+    assert flaky.tries["run:alpha#0"] == 2
+
+
+def test_a_held_back_node_and_its_descendants_are_skipped(dataset: Path, store: CacheStore) -> None:
+    held = AgevalError("job_limit_reached", "not started")
+
+    def admit(node: Node) -> AgevalError | None:
+        return held if node.id == "run:alpha#1" else None
+
+    recorder = Recorder()
+    report = run_with(dataset, store, recorder, admit=admit)
+    outcomes = {item.node.id: item for item in report.nodes}
+    assert outcomes["run:alpha#1"].outcome == "skipped"
+    assert outcomes["evaluate:alpha#1"].outcome == "skipped"
+    assert outcomes["evaluate:alpha#1"].error is held
+    assert "run:alpha#1" not in recorder.order
+    assert outcomes["evaluate:alpha#0"].outcome == "computed"
+    assert report.counts()["skipped"] >= 2

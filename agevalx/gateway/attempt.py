@@ -8,6 +8,8 @@ time) is given only to the gateway.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +18,9 @@ from agevalx.errors import AgevalError
 from agevalx.evaluation.result import EvaluationResult
 from agevalx.gateway.budget import JOB_LIMIT, JobBudget
 from agevalx.gateway.recording import TrafficLog
-from agevalx.gateway.replaying import TrafficReplay
+from agevalx.gateway.replaying import Exchange, TrafficReplay, parse_exchange
 from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
+from agevalx.gateway.usage import RouteStats, UsageReader, is_token_count, path_model
 
 if TYPE_CHECKING:
     from agevalx.gateway.server import Gateway
@@ -59,11 +62,15 @@ class AttemptRoutes:
         self.log = log
         """The attempt's `model.jsonl`, when its traffic is recorded."""
         self.replay = replay
-        """In a model-traffic replay: the recording every route answers from."""
+        """In a model-traffic replay: the recording every route answers from; in a resumed
+        attempt: the traffic it set aside, answering while it matches."""
         self.routes: dict[str, Route] = {}
+        self._kept_counted = False
         for role, profile in profiles.items():
             upstream = (
-                upstream_of(profile, with_key=replay is None) if gateway is not None else None
+                upstream_of(profile, with_key=replay is None or replay.fall_through)
+                if gateway is not None
+                else None
             )
             if gateway is not None and upstream is not None:
                 recorder = None if log is None else log.recorder(role)
@@ -136,7 +143,29 @@ class AttemptRoutes:
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per role: requests, tokens, cost, retries and wait time."""
+        self._count_kept()
         return {role: route.stats.summary() for role, route in self.routes.items()}
+
+    def _count_kept(self) -> None:
+        """Once, in a resumed attempt: add the usage of the exchanges it kept (those of its
+        steps up to the last checkpoint, which an earlier process paid)."""
+        if self._kept_counted or self.log is None or self.replay is None:
+            return
+        self._kept_counted = True
+        if not self.replay.fall_through:
+            return
+        with contextlib.suppress(OSError), self.log.path.open(encoding="utf-8") as handle:
+            for line in itertools.islice(handle, self.log.kept):
+                parsed = parse_exchange(line)
+                route = self.routes.get(parsed[0]) if parsed else None
+                if parsed is not None and route is not None and parsed[1].method == "POST":
+                    count_recorded(route.stats, parsed[1])
+
+    def reused(self) -> dict[str, int]:
+        """Per role that had any: requests answered from recorded traffic, not paid."""
+        return {
+            role: route.stats.reused for role, route in self.routes.items() if route.stats.reused
+        }
 
     def close(self) -> None:
         if self.gateway is not None:
@@ -166,6 +195,26 @@ def judged(
             )
             break
     return EvaluationResult.model_validate({**result.model_dump(), "usage": routes.summary()})
+
+
+def count_recorded(stats: RouteStats, exchange: Exchange) -> None:
+    """Add a recorded exchange's usage to `stats`, as the gateway counted it when it was
+    relayed (the model is the response's, else the request's path or body)."""
+    if is_token_count(exchange.path):
+        stats.requests += 1
+        return
+    reader = UsageReader()
+    if exchange.streamed:
+        reader.feed_stream(exchange.stream_bytes())
+    else:
+        reader.feed_json(exchange.response)
+    usage = reader.usage()
+    model = None
+    if usage is None or not usage.model:
+        request = exchange.request
+        named = request.get("model") if isinstance(request, dict) else None
+        model = path_model(exchange.path) or (named if isinstance(named, str) else None)
+    stats.add(usage, model)
 
 
 JUDGE_BASE_URL = "AGEVAL_JUDGE_BASE_URL"

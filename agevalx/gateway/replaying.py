@@ -18,10 +18,16 @@ prompt), the user and session id Claude Code sends as Anthropic's `metadata.user
 (`VOLATILE`) are replaced by a placeholder in both the recorded and the replayed request
 before they are compared, and fields that are a per-session cache hint (`VOLATILE_FIELDS`:
 codex sends its random session id as `prompt_cache_key`) are left out.
+
+A resumed attempt reuses its cut-short invocation's traffic the same way (`ResumedTraffic`,
+in fall-through mode): the exchanges recorded after its last checkpoint answer the re-run
+agent's requests while they match, and the first request of a role that does not (or comes
+after the recorded ones) goes to the upstream, as does every later request of that role.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -191,14 +197,47 @@ class Exchange:
         return normalised(self.response)
 
 
+def parse_exchange(line: str) -> tuple[str, Exchange] | None:
+    """A `model.jsonl` line's role and exchange; None when the line is not one."""
+    try:
+        entry = json.loads(line)
+        exchange = Exchange(
+            seq=int(entry["seq"]),
+            method=str(entry["method"]),
+            path=str(entry["path"]),
+            request=entry["request"],
+            status=int(entry["status"]),
+            response=entry["response"],
+            streamed=bool(entry.get("streamed")),
+        )
+        return str(entry["role"]), exchange
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def by_seq(exchanges: dict[str, list[Exchange]]) -> dict[str, list[Exchange]]:
+    return {role: sorted(found, key=lambda item: item.seq) for role, found in exchanges.items()}
+
+
 class TrafficReplay:
     """A source attempt's recorded exchanges, served back per role, in order."""
 
-    def __init__(self, exchanges: dict[str, list[Exchange]], redactor: Redactor) -> None:
+    def __init__(
+        self,
+        exchanges: dict[str, list[Exchange]],
+        redactor: Redactor,
+        *,
+        fall_through: bool = False,
+    ) -> None:
         self.exchanges = exchanges
         self.redactor = redactor
+        self.fall_through = fall_through
+        """A divergence ends the replay of its role only, whose requests then go to the
+        upstream (a resumed attempt's reuse); otherwise it ends the whole replay."""
         self.served: dict[str, int] = {}
         self.divergence: ModelDivergence | None = None
+        self.live: dict[str, ModelDivergence] = {}
+        """In fall-through mode: per role gone live, the request where its replay ended."""
         self._lock = threading.Lock()
 
     @classmethod
@@ -217,30 +256,17 @@ class TrafficReplay:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                entry = json.loads(line)
-                exchange = Exchange(
-                    seq=int(entry["seq"]),
-                    method=str(entry["method"]),
-                    path=str(entry["path"]),
-                    request=entry["request"],
-                    status=int(entry["status"]),
-                    response=entry["response"],
-                    streamed=bool(entry.get("streamed")),
-                )
-                role = str(entry["role"])
-            except (ValueError, KeyError, TypeError):
+            parsed = parse_exchange(line)
+            if parsed is None:
                 raise UsageError(
                     "model_traffic_malformed",
                     f"{path}:{number} is not a recorded exchange",
                     field="--model-traffic",
                     hint="model.jsonl is written by the gateway; restore it from the run "
                     "node's `model` output",
-                ) from None
-            exchanges.setdefault(role, []).append(exchange)
-        for recorded in exchanges.values():
-            recorded.sort(key=lambda item: item.seq)
-        return cls(exchanges, redactor)
+                )
+            exchanges.setdefault(parsed[0], []).append(parsed[1])
+        return cls(by_seq(exchanges), redactor)
 
     def role(self, name: str) -> RoleReplay:
         return RoleReplay(self, name)
@@ -252,19 +278,22 @@ class TrafficReplay:
         with self._lock:
             if self.divergence is not None:
                 return self.divergence
+            if role in self.live:
+                return self.live[role]
             index = self.served.get(role, 0)
             recorded = self.exchanges.get(role, [])
             if index >= len(recorded):
-                self.divergence = ModelDivergence(
-                    code=EXHAUSTED,
-                    role=role,
-                    index=index,
-                    method=method,
-                    path=path,
-                    actual_digest=digest,
-                    difference=f"the recording has {len(recorded)} requests of role {role}",
+                return self._diverged(
+                    ModelDivergence(
+                        code=EXHAUSTED,
+                        role=role,
+                        index=index,
+                        method=method,
+                        path=path,
+                        actual_digest=digest,
+                        difference=f"the recording has {len(recorded)} requests of role {role}",
+                    )
                 )
-                return self.divergence
             expected = recorded[index]
             difference = None
             if method != expected.method:
@@ -274,20 +303,28 @@ class TrafficReplay:
             elif digest != expected.digest:
                 difference = first_difference(expected.compared, live) or "the body's bytes"
             if difference is not None:
-                self.divergence = ModelDivergence(
-                    code=DIVERGED,
-                    role=role,
-                    index=index,
-                    source_seq=expected.seq,
-                    method=method,
-                    path=path,
-                    expected_digest=expected.digest,
-                    actual_digest=digest,
-                    difference=difference,
+                return self._diverged(
+                    ModelDivergence(
+                        code=DIVERGED,
+                        role=role,
+                        index=index,
+                        source_seq=expected.seq,
+                        method=method,
+                        path=path,
+                        expected_digest=expected.digest,
+                        actual_digest=digest,
+                        difference=difference,
+                    )
                 )
-                return self.divergence
             self.served[role] = index + 1
             return expected
+
+    def _diverged(self, divergence: ModelDivergence) -> ModelDivergence:
+        if self.fall_through:
+            self.live[divergence.role] = divergence
+        else:
+            self.divergence = divergence
+        return divergence
 
     def _masked(self, body: bytes) -> Any:
         """The request as it is compared with the recording's: parsed, with the run's secrets
@@ -306,5 +343,46 @@ class RoleReplay:
     replay: TrafficReplay
     role: str
 
+    @property
+    def falls_through(self) -> bool:
+        """Whether a request the recording does not answer goes to the upstream."""
+        return self.replay.fall_through
+
     def answer(self, method: str, path: str, body: bytes) -> Exchange | ModelDivergence:
         return self.replay.answer(self.role, method, path, body)
+
+
+class ResumedTraffic(TrafficReplay):
+    """A resumed attempt's reuse of the traffic it set aside, in fall-through mode.
+
+    When the attempt resumes, the exchanges recorded after its last checkpoint (those of the
+    invocation the dead process cut short) are moved from `model.jsonl` to the end of
+    `model.abandoned.jsonl` (`runner.recovery.set_aside`). This reads them, on the first
+    request, from where that file ended when the reuse was made. A line a killed process
+    left half-written is skipped: the request it was is sent to the upstream again.
+    """
+
+    def __init__(self, abandoned: Path, redactor: Redactor) -> None:
+        super().__init__({}, redactor, fall_through=True)
+        self.abandoned = abandoned
+        self.offset = abandoned.stat().st_size if abandoned.is_file() else 0
+        self._loaded = False
+
+    def answer(self, role: str, method: str, path: str, body: bytes) -> Exchange | ModelDivergence:
+        with self._lock:
+            if not self._loaded:
+                self.exchanges = self._set_aside()
+                self._loaded = True
+        return super().answer(role, method, path, body)
+
+    def _set_aside(self) -> dict[str, list[Exchange]]:
+        exchanges: dict[str, list[Exchange]] = {}
+        data = b""
+        with contextlib.suppress(OSError), self.abandoned.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        for line in data.decode("utf-8", "replace").splitlines():
+            parsed = parse_exchange(line) if line.strip() else None
+            if parsed is not None:
+                exchanges.setdefault(parsed[0], []).append(parsed[1])
+        return by_seq(exchanges)

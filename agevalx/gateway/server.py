@@ -23,6 +23,10 @@ agent's request and retries the upstream every `RETRY_INTERVAL_SECONDS` (or afte
 gets a 503 and the route records `model_upstream_unavailable`, which the run stage turns into
 an infrastructure ERROR. `model.timeout` bounds one upstream request (the stream included);
 `model.watchdog` bounds the silence between two pieces of a response.
+
+A route with a replay answers from it (`ageval replay --model-traffic`); a resumed attempt's
+replay (the traffic it set aside) answers while it matches and then lets requests through to
+the upstream.
 """
 
 from __future__ import annotations
@@ -238,7 +242,9 @@ class Gateway:
             return _error(403, JOB_LIMIT, route.stats.failure_message)
         body = await request.read()
         if route.replay is not None:
-            return await self._replayed(request, route, route.replay, body)
+            answered = await self._replayed(request, route, route.replay, body)
+            if answered is not None:  # None: a resumed attempt's reuse fell through
+                return answered
         upstream = route.upstream
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         if upstream.api_key and style == "bearer":
@@ -267,9 +273,12 @@ class Gateway:
 
     async def _replayed(
         self, request: web.Request, route: Route, replay: RoleReplay, body: bytes
-    ) -> web.StreamResponse:
-        """Answer from the recording (see `replaying`); no upstream is contacted."""
+    ) -> web.StreamResponse | None:
+        """Answer from the recording (see `replaying`); no upstream is contacted. None when
+        the recording does not answer and the replay falls through to the upstream."""
         found = replay.answer(request.method, request.path, body)
+        if isinstance(found, ModelDivergence) and replay.falls_through:
+            return None
         if isinstance(found, ModelDivergence):
             message = (
                 f"model-traffic replay: request {found.index} of role {found.role} "
@@ -292,7 +301,8 @@ class Gateway:
             with contextlib.suppress(ValueError):
                 reader.feed_json(json.loads(data))
         if request.method == "POST":
-            _count(route, reader, body, request.path, paid=False)
+            _count(route, reader, body, request.path)
+        route.stats.reused += 1
         if route.recorder is not None:
             route.recorder.record(request.method, request.path, body, found.status, data)
         if found.streamed:
@@ -411,7 +421,7 @@ def _count(route: Route, reader: UsageReader, body: bytes, path: str, *, paid: b
     if usage is None or not usage.model:
         model = path_model(path) or _requested_model(body)
     route.stats.add(usage, model)
-    if paid and route.budget is not None:
+    if route.budget is not None:
         if usage is None:
             route.budget.add(0, 0, None)
         else:

@@ -238,6 +238,9 @@ class RouteStats:
     failure_message: str = ""
     waiting: int = 0
     """Requests held right now, waiting for a failing upstream."""
+    reused: int = 0
+    """Requests answered from recorded traffic instead of the upstream (a resumed attempt's
+    cut-short invocation, a model-traffic replay): counted in the usage, not paid again."""
 
     def add(self, usage: Usage | None, model: str | None) -> None:
         self.requests += 1

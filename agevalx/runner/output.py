@@ -43,6 +43,9 @@ class RunOutput(BaseModel):
     model_usage: dict[str, dict[str, Any]] = {}
     """Per role: what its model traffic through the gateway came to (requests, tokens,
     `cost_usd` or `"unknown"`, retries, wait seconds)."""
+    model_reused: dict[str, int] = {}
+    """Per role: the requests of `model_usage` a resumed attempt answered from the traffic of
+    its cut-short invocation instead of paying the upstream again."""
 
     @property
     def roots(self) -> SnapshotRoots:

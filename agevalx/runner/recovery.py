@@ -5,6 +5,10 @@ complete: run.py is run again and its calls up to that point return their record
 (invocations are not repeated); the environment is re-attached when it is still aligned with
 that point, and otherwise rebuilt and restored from the checkpoint's snapshots. Steps after the
 last checkpoint are moved to activity.abandoned.jsonl (nothing recorded is lost) and redone.
+So is their model traffic: the exchanges recorded in model.jsonl after the last checkpoint
+(each checkpoint notes how many lines it had, `model_lines`) move to model.abandoned.jsonl,
+from where they answer the redone invocation's requests (`gateway.replaying.ResumedTraffic`)
+instead of the upstream, as far as they match.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agevalx.environments.owners import Owner, is_alive
 from agevalx.fsutil import atomic_write
+from agevalx.gateway.recording import ABANDONED_TRAFFIC, MODEL_TRAFFIC
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
 
 ATTEMPT_FILE = "attempt.json"
@@ -158,6 +163,41 @@ def set_aside(journal: ActivityJournal, point: ResumePoint) -> None:
     text = "".join(r.model_dump_json(exclude_none=True) + "\n" for r in point.completed)
     atomic_write(journal.path, text.encode())
     journal.reset_sequence(len(point.completed))
+    kept = model_lines_kept(point)
+    if kept is not None:
+        set_traffic_aside(journal.path.parent, kept)
+
+
+def model_lines_kept(point: ResumePoint) -> int | None:
+    """How many model.jsonl lines belong to the completed steps: the count the last checkpoint
+    noted; None (all of them) when the last model step is a completed invocation not
+    checkpointed yet (a re-attached container goes on after it), or the checkpoint was taken
+    by an ageval that did not note it."""
+    for record in reversed(point.completed):
+        if record.type == "invocation":
+            return None
+        if record.type == "checkpoint":
+            lines = record.detail.get("model_lines")
+            return lines if isinstance(lines, int) else None
+    return 0
+
+
+def set_traffic_aside(directory: Path, kept: int) -> None:
+    """Keep the first `kept` lines of the attempt's model.jsonl; append the rest to
+    model.abandoned.jsonl."""
+    path = directory / MODEL_TRAFFIC
+    try:
+        lines = path.read_bytes().splitlines(keepends=True)
+    except OSError:
+        return
+    if len(lines) <= kept:
+        return
+    rest = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines[kept:])
+    with (directory / ABANDONED_TRAFFIC).open("ab") as handle:
+        handle.write(rest)
+        handle.flush()
+        os.fsync(handle.fileno())
+    atomic_write(path, b"".join(lines[:kept]))
 
 
 @dataclass

@@ -54,7 +54,8 @@ from agevalx.environments.standby import standby
 from agevalx.errors import AgevalError
 from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.gateway.attempt import AttemptRoutes
-from agevalx.gateway.recording import MODEL_TRAFFIC, TrafficLog
+from agevalx.gateway.recording import ABANDONED_TRAFFIC, MODEL_TRAFFIC, TrafficLog
+from agevalx.gateway.replaying import ResumedTraffic
 from agevalx.graph.execute import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
@@ -331,15 +332,16 @@ class _Invoker:
             taken = snapshot(run.container, run.store, run.roots)
             key = store_checkpoint(run.store, self.checkpoint_parent, step, taken)
             self.checkpoint_parent = ("checkpoint", key)
+            detail: dict[str, Any] = {
+                "key": key,
+                "workspace": taken.workspace,
+                "home": taken.home,
+                "bytes": taken.size,
+            }
+            if run.routes.log is not None:  # what a resume keeps of model.jsonl
+                detail["model_lines"] = run.routes.log.lines
             record = run.journal.append(
-                "checkpoint",
-                invocation=step.get("invocation"),
-                detail={
-                    "key": key,
-                    "workspace": taken.workspace,
-                    "home": taken.home,
-                    "bytes": taken.size,
-                },
+                "checkpoint", invocation=step.get("invocation"), detail=detail
             )
             run.latest = (record.seq + 1, taken)
 
@@ -511,7 +513,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
     With `node.payload["resume"]`, an interrupted attempt continues from its journal. Roles
     with a model `base_url` talk to it through the process's model gateway (`gateway`); with
     `node.payload["model_traffic"]` (a `TrafficReplay`), the gateway answers them from that
-    recording instead (`ageval replay --model-traffic`).
+    recording instead (`ageval replay --model-traffic`); a resumed attempt's gateway answers
+    the redone invocation's requests from its own cut-short traffic while they match it.
     """
     assert node.task_id is not None and node.attempt is not None
     lock = task_lock(context, node.task_id)
@@ -526,6 +529,8 @@ def execute_run(node: Node, context: ExecutionContext) -> NodeResult:
             directory = attempt_dir(context.plan.dataset.root, attempt_id(node))
             log = TrafficLog(directory / MODEL_TRAFFIC, Redactor(runtime.secret_values()))
             replay = node.payload.get("model_traffic")
+            if replay is None and node.payload.get("resume"):  # the cut-short traffic answers
+                replay = ResumedTraffic(directory / ABANDONED_TRAFFIC, log.redactor)
             budget = node.payload.get("job_budget")
             routes = AttemptRoutes(gateway, profiles(lock), log, replay, budget)
             stack.callback(routes.close)
@@ -690,5 +695,6 @@ def _run_attempt(
             {"attempt_id": fork["source"], "checkpoint": fork["checkpoint"]} if fork else None
         ),
         model_usage=agent_usage(lock, routes),
+        model_reused=routes.reused(),
     )
     return NodeResult(outputs=outputs, meta=output.meta())

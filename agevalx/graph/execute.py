@@ -149,6 +149,14 @@ def run_node(node: Node, context: ExecutionContext) -> ActionManifest:
     return manifest
 
 
+class _Held(Exception):
+    """The admission policy held a node back as a worker was about to compute it."""
+
+    def __init__(self, error: AgevalError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class _Scheduler:
     """Starts nodes whose parents are done, up to `workers` at a time."""
 
@@ -231,22 +239,26 @@ class _Scheduler:
             else:
                 self.followers.setdefault(leader, []).append(name)
             return
-        held = self.admit(node) if self.admit is not None else None
-        if held is not None:
-            self.finish(name, NodeReport(node, "skipped", held))
-            return
         self.submit(name, node)
 
     def submit(self, name: str, node: Node) -> None:
+        self.running[self.pool.submit(self.begin, node)] = name
+
+    def begin(self, node: Node) -> ActionManifest:
+        """In a worker: admit the node now that a worker is free for it, then compute it."""
+        held = self.admit(node) if self.admit is not None else None
+        if held is not None:
+            raise _Held(held)
         if self.on_start is not None:
             self.on_start(node)
-        self.running[self.pool.submit(self.dispatch, node, self.context)] = name
+        return self.dispatch(node, self.context)
 
     def follow(self, name: str, leader: NodeReport) -> None:
         """Finish `name` as the node that computed its key finished: reused, or failed."""
         node: Node = self.graph.nodes[name]["node"]
         if leader.action is None:
-            self.finish(name, NodeReport(node, "failed", leader.error))
+            outcome: Outcome = "skipped" if leader.outcome == "skipped" else "failed"
+            self.finish(name, NodeReport(node, outcome, leader.error))
             return
         with self.context.lock:
             self.context.results[name] = leader.action
@@ -259,6 +271,9 @@ class _Scheduler:
             where = self.context.placements.get(name), self.context.retries.get(name)
         try:
             manifest = future.result()
+        except _Held as held:
+            self.finish(name, NodeReport(node, "skipped", held.error))
+            return
         except Exception as exc:
             error = (
                 exc

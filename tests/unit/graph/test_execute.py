@@ -269,3 +269,29 @@ def test_a_held_back_node_and_its_descendants_are_skipped(dataset: Path, store: 
     assert "run:alpha#1" not in recorder.order
     assert outcomes["evaluate:alpha#0"].outcome == "computed"
     assert report.counts()["skipped"] >= 2
+
+
+def test_admission_is_decided_when_a_worker_is_free_for_the_node(
+    dataset: Path, store: CacheStore
+) -> None:
+    """With one worker, the nodes queued behind a running one are admitted only as they
+    start: a limit reached by the running one holds back every later one."""
+    spent: list[str] = []
+
+    class Spending(Recorder):
+        def __call__(self, node: Node, context: ExecutionContext) -> NodeResult:
+            if node.kind == "run":
+                spent.append(node.id)
+            return super().__call__(node, context)
+
+    def admit(node: Node) -> AgevalError | None:
+        if node.kind == "run" and spent:
+            return AgevalError("job_limit_reached", "the budget is spent")
+        return None
+
+    planned = plan(PlanRequest(dataset=dataset, k=3), store)
+    with substituted(Spending().executors()):
+        report = execute(planned, store, workers=1, admit=admit)
+    runs = {item.node.id: item.outcome for item in report.nodes if item.node.kind == "run"}
+    assert sorted(runs.values()).count("computed") == 1
+    assert sorted(runs.values()).count("skipped") == len(runs) - 1

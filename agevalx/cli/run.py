@@ -62,6 +62,8 @@ def usage_line(usage: ModelUsage) -> str:
     )
     if usage.retries:
         line += f", {usage.retries} upstream retries ({usage.wait_seconds:g} s waited)"
+    if usage.reused:
+        line += f", {usage.reused} answers reused after a resume (not paid again)"
     return line
 
 

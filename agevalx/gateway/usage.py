@@ -267,4 +267,5 @@ class RouteStats:
             "cost_usd": UNKNOWN if self.cost_unknown else round(self.cost, 8),
             "retries": self.retries,
             "wait_seconds": round(self.wait_seconds, 3),
+            "reused": self.reused,
         }

@@ -31,6 +31,9 @@ class ModelUsage(BaseModel):
     """Upstream retries after connect errors, timeouts, 5xx and 429."""
     wait_seconds: float = 0.0
     """Seconds requests were held waiting for a failing upstream."""
+    reused: int = 0
+    """Of `requests`, those a resumed attempt had answered from its own cut-short traffic
+    (answers an earlier process of the attempt already paid for), not sent again."""
 
 
 def total_usage(usages: Iterable[ModelUsage]) -> ModelUsage | None:
@@ -48,6 +51,7 @@ def total_usage(usages: Iterable[ModelUsage]) -> ModelUsage | None:
         cost_usd=UNKNOWN if len(known) < len(costs) else round(sum(known), 8),
         retries=sum(usage.retries for usage in items),
         wait_seconds=round(sum(usage.wait_seconds for usage in items), 3),
+        reused=sum(usage.reused for usage in items),
     )
 
 

@@ -437,9 +437,17 @@ def run_stage(state: _RunState) -> str | None:
 def _reattachable(
     previous: AttemptRecord | None, point: ResumePoint | None, runtime: TaskRuntime
 ) -> AttemptContainer | None:
-    """The interrupted attempt's container, when it still runs and matches the journal."""
+    """The interrupted attempt's container, when it still runs and matches the journal.
+
+    Never the container of an earlier try in this process (a retry of an infrastructure
+    failure): that try closed its environment, and its removal may still be under way in the
+    background, so the retry starts a fresh environment from the last checkpoint."""
     existing = find_container(previous.container_id) if previous else None
     if existing is None:
+        return None
+    assert previous is not None
+    if previous.pid == os.getpid() and previous.process_start == this_process().start:
+        existing.remove()
         return None
     usable = point is not None and point.aligned and runtime.compose_file() is None
     if usable and existing.running():

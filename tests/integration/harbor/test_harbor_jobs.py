@@ -97,7 +97,13 @@ def test_the_pass_strategy_stops_a_task_at_its_first_passed_attempt(
     runs = [n["id"] for n in document["nodes"] if n["kind"] == "run"]
     assert len(runs) == 4 and len([n for n in document["nodes"] if n["kind"] == "lock"]) == 2
     code, again = run(capsys, *args)
-    assert again["counts"] == {"reused": 2 + 2 + 4 + 4, "computed": 0, "failed": 0, "blocked": 0}
+    assert again["counts"] == {
+        "reused": 2 + 2 + 4 + 4,
+        "computed": 0,
+        "failed": 0,
+        "blocked": 0,
+        "skipped": 0,
+    }
     assert again["summary"]["harbor"] == harbor
 
 

@@ -169,9 +169,12 @@ def test_a_resumed_attempt_pays_only_the_request_in_flight_at_the_kill(
     assert [digest(r.body) for r in after_kill] == clean_requests[HELD:]
     print(f"re-sent requests: {len(paid_twice)} of {len(STEPS)}")
 
-    # Usage as if nothing happened; model.jsonl is the whole conversation, once.
+    # Usage as if nothing happened, except that it says which answers were reused;
+    # model.jsonl is the whole conversation, once.
     stored = json.loads((directory / "result.json").read_text())
-    assert stored["usage"] == clean_usage
+    assert stored["usage"]["solver"]["reused"] == HELD
+    assert clean_usage["solver"]["reused"] == 0
+    assert {**stored["usage"]["solver"], "reused": 0} == clean_usage["solver"]
     assert stored["usage"]["solver"]["requests"] == len(STEPS)
     conversation = traffic(directory)
     assert [line["seq"] for line in conversation] == list(range(1, len(STEPS) + 1))

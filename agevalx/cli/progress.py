@@ -17,7 +17,8 @@ from agevalx.graph.plan import Plan
 
 
 class JobProgress:
-    """Attempts done / running / queued, pass rate so far, elapsed time and an ETA; with
+    """Attempts done, per stage (run ended / running, evaluate running) and queued, pass rate
+    so far, elapsed time and an ETA; with
     model traffic, the job's cost and tokens so far and the gateway's concurrency per
     upstream; refreshed live."""
 
@@ -28,6 +29,12 @@ class JobProgress:
         """Attempts this process finished computing (the ETA's rate; reused ones are instant)."""
         self.total = 0
         self.running: set[str] = set()
+        """Run nodes running now."""
+        self.scoring: set[str] = set()
+        """Evaluate nodes running now."""
+        self.ran = 0
+        """Attempts whose run stage has ended (an attempt between its run and its evaluation
+        stays counted here: it never goes back to queued)."""
         self.done = 0
         self.passed = 0
         self.unjudged = 0
@@ -46,11 +53,12 @@ class JobProgress:
         elapsed = time.monotonic() - self.started
         if not self.total and not self.done:  # not planned yet: a large job takes a while
             return Text(f"planning the job's graph (locks, keys, cache lookups) | {elapsed:5.0f}s")
-        queued = max(0, self.total - self.done - len(self.running))
+        queued = max(0, self.total - self.ran - len(self.running))
         judged = self.done - self.unjudged
         rate = f"{self.passed / judged:.0%}" if judged else "-"
         line = (
-            f"attempts: {self.done}/{self.total} done, {len(self.running)} running, "
+            f"attempts: {self.done}/{self.total} done | run {self.ran}/{self.total}, "
+            f"{len(self.running)} running | evaluate {len(self.scoring)} running | "
             f"{queued} queued | pass rate {rate} | errors {self.errors} | {elapsed:5.0f}s"
         )
         left = self.total - self.done
@@ -71,6 +79,8 @@ class JobProgress:
         with self._lock:
             if node.kind == "run":
                 self.running.add(node.id)
+            elif node.kind == "evaluate":
+                self.scoring.add(node.id)
             self._live.refresh()
 
     def finish(self, report: NodeReport) -> None:
@@ -78,9 +88,12 @@ class JobProgress:
             node = report.node
             if node.kind == "run":
                 self.running.discard(node.id)
+                self.ran += report.outcome != "skipped"
                 if report.outcome in ("failed", "blocked"):
                     self.done += 1
                     self.errors += 1
+            if node.kind == "evaluate":
+                self.scoring.discard(node.id)
             if node.kind == "evaluate" and report.outcome in ("computed", "failed"):
                 self.computed += 1
             if node.kind == "evaluate" and report.outcome in ("computed", "reused"):

@@ -56,3 +56,34 @@ def test_a_later_round_adds_its_attempts_to_the_total() -> None:
             progress.finish(evaluated(attempt, "FAIL"))
         progress.planned(Round(1))  # type: ignore[arg-type]
         assert "attempts: 2/3 done" in progress._render().plain
+
+
+def node(kind: str, attempt: int) -> Node:
+    return Node(
+        id=f"{kind}:t#{attempt}",
+        kind=kind,
+        key="0" * 32,
+        inputs={},
+        parents={},
+        status="miss",
+        task_id="t",
+        attempt=attempt,
+    )
+
+
+def test_an_attempt_between_its_run_and_its_evaluation_never_goes_back_to_queued() -> None:
+    progress = JobProgress()
+    progress.total = 3
+    with progress:
+        for attempt in range(3):
+            progress.start(node("run", attempt))
+        line = progress._render().plain
+        assert "run 0/3, 3 running" in line and "0 queued" in line
+        progress.finish(NodeReport(node=node("run", 0), outcome="computed"))
+        line = progress._render().plain
+        assert "run 1/3, 2 running" in line and "0 queued" in line, line
+        progress.start(node("evaluate", 0))
+        assert "evaluate 1 running" in progress._render().plain
+        progress.finish(evaluated(0, "PASS"))
+        line = progress._render().plain
+    assert "attempts: 1/3 done" in line and "evaluate 0 running" in line and "0 queued" in line

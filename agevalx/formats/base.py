@@ -76,13 +76,18 @@ class TaskRuntime(ABC):
     def gpu_requests(self) -> list[GpuRequest]:
         """The GPUs the attempt's containers need, checked against the engine's before any
         of them starts: `parameters.gpus` (of `gpu_types`) for the attempt container,
-        `parameters.verifier_gpus` (of the same types) for the scoring container."""
+        `parameters.verifier_gpus` (of the same types) for the scoring container.
+        `gpu_types` without `gpus` asks for one GPU of those types: a machine without one
+        fails the attempt (seed 000), though `docker run` stays as it is."""
         from agevalx.environments.gpus import GpuRequest
 
         parameters = self.lock.task.parameters
         types = tuple(str(kind) for kind in parameters.get("gpu_types") or ())
+        gpus = parameters.get("gpus")
+        if gpus is None and types:
+            gpus = 1
         return [
-            GpuRequest(parameters.get("gpus"), types, "the attempt container"),
+            GpuRequest(gpus, types, "the attempt container"),
             GpuRequest(parameters.get("verifier_gpus"), types, "the scoring container"),
         ]
 

@@ -255,7 +255,12 @@ def test_the_job_configs_override_gpus_fails_before_any_container_starts(
 
 @pytest.mark.parametrize(
     ("task", "who"),
-    [("verifier-gpu", "the scoring container"), ("typed-gpu", "the attempt container")],
+    [
+        ("verifier-gpu", "the scoring container"),
+        ("typed-gpu", "the attempt container"),
+        # `gpu_types` alone asks for a GPU of that type: no count is not no GPU (seed 000).
+        ("types-only-gpu", "the attempt container"),
+    ],
 )
 def test_ageval_gpu_parameters_fail_before_any_container_starts(
     copy_dataset, capsys, task: str, who: str

@@ -50,7 +50,7 @@ def replay(
     node: asking for the same one again reuses it.
 
     The environment is the one the source attempt ran in: its agents are bound as its lock
-    records (`--agent`/`--model`), or as given here (a `--profiles` file is not recorded).
+    records (`--agent`/`--model`, or the `--profiles` file it kept), or as given here.
 
     With `--model-traffic`, the agent itself is re-run and the model gateway serves it the
     source's recorded responses in order, matched by a digest of each request's body.

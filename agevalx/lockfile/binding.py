@@ -47,6 +47,10 @@ class BindingRequest:
     profiles: Path | None = None
     fork_model: str | None = None
     """`--fork ... --model M`: every role of the task keeps its profile but talks to M."""
+    profiles_name: str | None = None
+    """The name the lock records for `profiles` when it is the copy an attempt kept of the
+    file it was bound with (a replay or fork of it): the original file's, so the lock is the
+    same."""
 
     def check(self) -> None:
         if self.agent is not None and self.profiles is not None:
@@ -372,7 +376,7 @@ def bind_single_role(dataset: Dataset, request: BindingRequest, task_dir: Path) 
     options = config.environment_options if config else EnvironmentOptions()
     return LockedBinding(
         source="agent" if request.agent is not None else "profiles",
-        profiles_file=_profiles_name(dataset, loaded),
+        profiles_file=_profiles_name(dataset, loaded, request),
         environment="docker",
         environment_options=options.model_dump(exclude_none=True, exclude=UNLOCKED_OPTIONS),
         evaluate_host=_evaluate_host(config),
@@ -413,10 +417,14 @@ def _only_profile(
     return _locked_role(name, loaded.config.agent_profiles[name], override, loaded)
 
 
-def _profiles_name(dataset: Dataset, loaded: LoadedProfiles | None) -> str | None:
+def _profiles_name(
+    dataset: Dataset, loaded: LoadedProfiles | None, request: BindingRequest
+) -> str | None:
     # Only a location-independent name enters the lock: the resolved roles carry the content.
     if loaded is None or loaded.path is None:
         return None
+    if request.profiles_name is not None:
+        return request.profiles_name
     path = loaded.path.resolve()
     root = dataset.root.resolve()
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
@@ -435,7 +443,7 @@ def bind(task: TaskSource, dataset: Dataset, request: BindingRequest) -> LockedB
     options = config.environment_options if config else None
     return LockedBinding(
         source="agent" if request.agent is not None else "profiles",
-        profiles_file=_profiles_name(dataset, loaded),
+        profiles_file=_profiles_name(dataset, loaded, request),
         environment="docker",
         environment_options=(options or EnvironmentOptions()).model_dump(
             exclude_none=True, exclude=UNLOCKED_OPTIONS

@@ -14,6 +14,7 @@ from agevalx.environments.container import remove_leftover_containers
 from agevalx.errors import AgevalError, UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.graph.plan import Plan
+from agevalx.lockfile.binding import BindingRequest
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityRecord
 from agevalx.runner.recovery import process_alive, read_attempt
@@ -204,3 +205,51 @@ def fork_origin(request: RunRequest) -> tuple[dict[str, str], list[ActivityRecor
         )
     key = str(records[index].detail["key"])
     return {"source": request.fork, "checkpoint": key}, records[: index + 1]
+
+
+BINDING_PROFILES = "profiles.yaml"
+"""Beside an attempt's result.json: the `--profiles` file it was bound with, as written (its
+secrets are `${VAR}` references: a literal one fails the lock), so a replay or a fork of it
+binds the same agents without the file being named again."""
+BINDING_FILE = "binding.json"
+"""Beside it: `{"profiles_file": the name its lock recorded for the file}`."""
+
+
+def record_profiles(directory: Path, profiles: Path | None, name: str | None) -> None:
+    """Keep the `--profiles` file an attempt was bound with in its directory (see
+    `BINDING_PROFILES`), with `name`, the one its lock recorded; nothing when it was bound
+    otherwise."""
+    if profiles is None:
+        return
+    try:
+        content = profiles.read_bytes()
+    except OSError:  # the lock read it a moment ago; a file gone since is not worth failing
+        return
+    atomic_write(directory / BINDING_PROFILES, content)
+    atomic_write(directory / BINDING_FILE, json.dumps({"profiles_file": name}).encode())
+
+
+def source_binding(dataset: Path, attempt: str, store: CacheStore) -> BindingRequest:
+    """How the source attempt bound its agents, for a replay or a fork of it: the profiles
+    file recorded with it (`record_profiles`), else the `--agent`/`--model` its lock in the
+    cache recorded; an empty request (the dataset's own profiles.yaml) when neither is known."""
+    directory = attempt_dir(dataset, attempt)
+    try:
+        document = json.loads((directory / "result.json").read_bytes())
+        key = next(n["key"] for n in document["nodes"] if n.get("kind") == "lock")
+        action = store.get_action("lock", str(key))
+        lock = json.loads(store.get_bytes(action.outputs["lock"].digest)) if action else {}
+    except (OSError, ValueError, KeyError, StopIteration, TypeError, AgevalError):
+        lock = {}
+    overrides = lock.get("overrides") or {}
+    agent, model = overrides.get("agent"), overrides.get("model")
+    recorded = directory / BINDING_PROFILES
+    if agent is None and recorded.is_file():
+        try:
+            name = json.loads((directory / BINDING_FILE).read_bytes()).get("profiles_file")
+        except (OSError, ValueError, AttributeError):
+            name = None
+        return BindingRequest(
+            profiles=recorded, profiles_name=name if isinstance(name, str) else None
+        )
+    return BindingRequest(agent=agent, model=model)

@@ -61,6 +61,7 @@ from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.node import task_lock
 from agevalx.operations.lineage import Branch, record_branch, source_run_key
 from agevalx.operations.planning import PlanRequest, plan
+from agevalx.operations.recovery import source_binding
 from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
@@ -372,20 +373,6 @@ def write_view(dataset_root: Path, store: CacheStore, action: ActionManifest) ->
         atomic_write(directory / MODEL_TRAFFIC, traffic)
     atomic_write(directory / REPLAY_FILE, _report_bytes(report))
     return report
-
-
-def source_binding(dataset: Path, attempt: str, store: CacheStore) -> BindingRequest:
-    """How the source attempt bound its agents (`--agent`, `--model`), read from its lock in
-    the cache: a replay is planned with the same binding, so it starts the same environment."""
-    try:
-        document = json.loads((attempt_dir(dataset, attempt) / "result.json").read_bytes())
-        key = next(n["key"] for n in document["nodes"] if n.get("kind") == "lock")
-        action = store.get_action("lock", str(key))
-        lock = json.loads(store.get_bytes(action.outputs["lock"].digest)) if action else {}
-    except (OSError, ValueError, KeyError, StopIteration, TypeError, AgevalError):
-        return BindingRequest()
-    overrides = lock.get("overrides") or {}
-    return BindingRequest(agent=overrides.get("agent"), model=overrides.get("model"))
 
 
 def replay(

@@ -38,7 +38,9 @@ from agevalx.operations.recovery import (
     check_resumable,
     fork_origin,
     mark_resume,
+    record_profiles,
     resumed_container,
+    source_binding,
     write_checkpoint_index,
 )
 from agevalx.operations.share import checkpoint_keys, record_job
@@ -265,6 +267,12 @@ def _run(
     callbacks: _Callbacks,
 ) -> RunOutcome:
     origin, inherited = fork_origin(request) if request.fork else (None, [])
+    if request.fork and request.binding.agent is None and request.binding.profiles is None:
+        # A fork binds its agents as its source did, unless told otherwise.
+        assert request.dataset is not None
+        recorded = source_binding(request.dataset, request.fork, store)
+        binding = replace(recorded, fork_model=request.binding.fork_model)
+        request = replace(request, binding=binding)
     sample = _sample(request.dataset or Path.cwd(), request.fresh)
     plan_request = PlanRequest(
         dataset=request.dataset,
@@ -518,6 +526,11 @@ def _write_views(
         evaluation = actions.get(f"evaluate:{task_id}#{attempt}")
         diagnostics = diagnostics_text(store, evaluation)
         write_attempt_views(root, store, result, run_action, diagnostics, evaluation)
+        record_profiles(
+            attempt_dir(root, result.attempt_id),
+            request.binding.profiles,
+            planned.lock(task_id)["binding"].get("profiles_file"),
+        )
         kept = read_attempt(attempt_dir(root, result.attempt_id))
         if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)

@@ -100,3 +100,33 @@ def test_replay_reports_the_first_divergence(kept, capsys) -> None:
     first = report["first_divergence"]
     assert first["source_seq"] == target["seq"]
     assert (first["expected_exit_code"], first["actual_exit_code"]) == (7, 0)
+
+
+def test_replay_and_fork_bind_as_the_source_did_without_its_profiles_file(
+    copy_dataset, capsys, tmp_path: Path
+) -> None:
+    """Seed 002: a replay starts from the task's initial configuration and calls no model, so
+    an attempt bound with `--profiles FILE` replays (and forks) without FILE named again."""
+    dataset = copy_dataset(RUNCASES)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bound = elsewhere / "bound.yaml"
+    (dataset / "profiles.yaml").rename(bound)
+    args = ("run", str(dataset), "--task", TASK, "--profiles", str(bound))
+    code, document = cli(capsys, *args, "--keep-recovery-state")
+    assert code == 0, document
+    attempt = document["results"][0]["attempt_id"]
+    kept = dataset / ".ageval/runs" / attempt / "profiles.yaml"
+    assert kept.read_bytes() == bound.read_bytes()
+    bound.unlink()  # nothing below may need it
+
+    code, report = cli(capsys, "replay", str(dataset), "--run", attempt, "--evaluate")
+    assert code == 0, report
+    assert report["source_attempt"] == attempt and report["evaluation"]["status"] == "PASS"
+
+    _, listing = cli(capsys, "checkpoints", str(dataset), "--run", attempt)
+    code, forked = fork(capsys, dataset, attempt, listing["checkpoints"][1]["seq"], "mock-model-2")
+    assert code == 0, forked
+    assert forked["results"][0]["status"] == "PASS"
+    image = next(n for n in forked["nodes"] if n["kind"] == "image")
+    assert image["outcome"] == "reused"

@@ -12,6 +12,7 @@ from agevalx.cli import agents as agents_command
 from agevalx.cli import cache as cache_command
 from agevalx.cli import checkpoints as checkpoints_command
 from agevalx.cli import graph as graph_command
+from agevalx.cli import lint as lint_command
 from agevalx.cli import lock as lock_command
 from agevalx.cli import mock_model as mock_model_command
 from agevalx.cli import replay as replay_command
@@ -34,6 +35,7 @@ app = typer.Typer(
 )
 app.command(name="lock", no_args_is_help=True)(lock_command.lock)
 app.command(name="run", no_args_is_help=True)(run_command.run)
+app.command(name="lint", no_args_is_help=True)(lint_command.lint)
 app.command(name="report", no_args_is_help=True)(report_command.report)
 app.command(name="checkpoints", no_args_is_help=True)(checkpoints_command.checkpoints)
 app.command(name="replay", no_args_is_help=True)(replay_command.replay)

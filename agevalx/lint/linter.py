@@ -1,0 +1,45 @@
+"""`lint_dataset`: run every registered check over a dataset, without Docker or network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agevalx.lint.checks import CHECKS, Hit, Rule
+from agevalx.lint.report import Finding, LintReport
+from agevalx.lint.source import open_source
+
+
+def _finding(rule: Rule, hit: Hit, task: str | None, file: str) -> Finding:
+    return Finding(
+        code=rule.code,
+        severity=rule.severity,
+        task=task,
+        file=file,
+        line=hit.line,
+        message=hit.message,
+        hint=hit.hint,
+    )
+
+
+def lint_dataset(path: Path) -> LintReport:
+    """Check the dataset at `path` (either format) before anyone pays for a run of it.
+
+    A dataset that cannot be opened at all raises its usual coded error; a task that cannot
+    be read is a `task_unreadable` finding and the other tasks are still checked.
+    """
+    source = open_source(path)
+    findings: list[Finding] = []
+    for rule in CHECKS:
+        if source.format not in rule.formats:
+            continue
+        if rule.task_check is not None:
+            for task in source.tasks:
+                for hit in rule.task_check(task):
+                    findings.append(_finding(rule, hit, task.task_id, task.path(hit.file)))
+        if rule.dataset_check is not None:
+            for hit in rule.dataset_check(source):
+                findings.append(_finding(rule, hit, hit.task, hit.file))
+    findings.sort(key=lambda finding: (finding.file, finding.line or 0, finding.code))
+    return LintReport(
+        dataset=source.display, format=source.format, tasks=len(source.tasks), findings=findings
+    )

@@ -1,0 +1,2 @@
+#!/bin/bash
+cd /app && test -f hello.txt

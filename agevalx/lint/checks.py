@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import looks_like_secret_key, looks_like_secret_value
 from agevalx.errors import AgevalError
 from agevalx.harbor import errors as harbor_errors
@@ -107,22 +106,6 @@ def _dockerfiles(task: LintTask) -> list[str]:
     ]
 
 
-def _compose(task: LintTask) -> tuple[str, str, dict[str, Any]] | None:
-    """(file, text, services) of the task's compose file, when it parses."""
-    name = task.compose_file
-    if name is None:
-        return None
-    text = task.text(name)
-    try:
-        document = read_yaml_mapping(task.directory / name, display=name)
-    except AgevalError:
-        return None
-    services = document.get("services")
-    if text is None or not isinstance(services, dict):
-        return None
-    return name, text, services
-
-
 # -- images -------------------------------------------------------------------------------
 
 
@@ -153,7 +136,7 @@ def _image_references(task: LintTask) -> Iterator[tuple[str, str, int | None]]:
     for image in declared:
         if isinstance(image, str) and image:
             yield task.config_name, image, line_of(config_text, re.escape(image))
-    compose = _compose(task)
+    compose = task.compose
     if compose is not None:
         name, text, services = compose
         for service in services.values():
@@ -655,7 +638,7 @@ def _healthchecked(service: Any) -> bool:
 
 
 def check_compose_healthcheck_missing(task: LintTask) -> Iterator[Hit]:
-    compose = _compose(task)
+    compose = task.compose
     if compose is None:
         return
     name, text, services = compose
@@ -674,7 +657,7 @@ def check_compose_healthcheck_missing(task: LintTask) -> Iterator[Hit]:
 
 
 def check_privileged_container(task: LintTask) -> Iterator[Hit]:
-    compose = _compose(task)
+    compose = task.compose
     if compose is None:
         return
     name, text, services = compose

@@ -89,6 +89,22 @@ class LintTask:
                 return f"environment/{name}"
         return None
 
+    @cached_property
+    def compose(self) -> tuple[str, str, dict[str, Any]] | None:
+        """(file, text, services) of the task's compose file, when it parses."""
+        name = self.compose_file
+        if name is None:
+            return None
+        text = self.text(name)
+        try:
+            document = read_yaml_mapping(self.directory / name, display=name)
+        except AgevalError:
+            return None
+        services = document.get("services")
+        if text is None or not isinstance(services, dict):
+            return None
+        return name, text, services
+
 
 @dataclass
 class LintSource:

@@ -8,8 +8,9 @@ The checks are small functions registered in `checks.CHECKS`; docs/lint.md lists
 
 from __future__ import annotations
 
-from agevalx.lint.checks import CHECKS, Rule
+from agevalx.lint.checks import CHECKS
 from agevalx.lint.linter import lint_dataset
 from agevalx.lint.report import Finding, LintReport
+from agevalx.lint.rule import Rule
 
 __all__ = ["CHECKS", "Finding", "LintReport", "Rule", "lint_dataset"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agevalx.lint.checks import CHECKS, Hit, Rule
+from agevalx.lint.checks import CHECKS
 from agevalx.lint.report import Finding, LintReport
+from agevalx.lint.rule import Hit, Rule
 from agevalx.lint.source import open_source
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from agevalx.errors import ConfigError
 from agevalx.lint import CHECKS, lint_dataset
-from agevalx.lint.checks import floating_image, secret_lines, unpinned_packages
+from agevalx.lint.checks.images import floating_image, unpinned_packages
+from agevalx.lint.checks.secrets import secret_lines
 
 pytestmark = pytest.mark.unit
 
@@ -208,3 +209,41 @@ def test_docs_list_every_check_with_its_severity() -> None:
     text = (DOCS / "lint.md").read_text(encoding="utf-8")
     for rule in CHECKS:
         assert f"| `{rule.code}` | {rule.severity} |" in text, rule.code
+
+
+def test_a_repositorys_own_tests_in_the_workdir_are_the_agents(tmp_path: Path) -> None:
+    root, tasks = _good_copy(tmp_path, "ageval")
+    repo = tasks / "hello" / "data" / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_app.py").write_text("def test_app():\n    pass\n")
+    dockerfile = tasks / "hello" / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN ./scripts/run_test.sh --dry\n")
+
+    assert lint_dataset(root).findings == []
+
+
+def test_a_verifier_directory_in_the_workdir_is_one_finding(tmp_path: Path) -> None:
+    root, tasks = _good_copy(tmp_path, "ageval")
+    for name in ("solve.py", "expected.json"):
+        path = tasks / "hello" / "data" / "solution" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}\n")
+
+    findings = lint_dataset(root).findings
+
+    assert [(f.code, f.file) for f in findings] == [
+        ("verifier_visible_to_agent", "tasks/hello/data/solution/")
+    ]
+
+
+def test_a_secret_the_line_scan_misses_is_still_found_by_agevals_rule(tmp_path: Path) -> None:
+    root, tasks = _good_copy(tmp_path, "ageval")
+    config = tasks / "hello" / "task.yaml"
+    config.write_text(config.read_text() + "parameters: {main_environment: {DB_PASSWORD: x1}}\n")
+
+    findings = lint_dataset(root).findings
+
+    assert [(f.code, f.file, f.line) for f in findings] == [
+        ("literal_secret", "tasks/hello/task.yaml", None)
+    ]
+    assert "parameters.main_environment.DB_PASSWORD" in findings[0].message

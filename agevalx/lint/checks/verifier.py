@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
+from agevalx.errors import AgevalError
+from agevalx.harbor.judges import verifier_judges
 from agevalx.lint.dockerfile import copied_sources, instructions
 from agevalx.lint.rule import AGENT_DOCKERFILE, Hit, table
 from agevalx.lint.source import LintTask
@@ -146,8 +148,20 @@ def _verifier_scripts(task: LintTask) -> list[str]:
     ]
 
 
+def _judged(task: LintTask) -> bool:
+    """The verifier calls an LLM judge, which ageval reaches through its model gateway: an
+    ageval task's `evaluation.judge`, or a judge endpoint in Harbor's `[verifier.env]`."""
+    if task.format == "ageval":
+        return bool(table(task.config, "evaluation").get("judge"))
+    written = table(task.config, "verifier", "env")
+    try:
+        return bool(verifier_judges({str(k): str(v) for k, v in written.items()}))
+    except AgevalError:
+        return False
+
+
 def verifier_needs_network(task: LintTask) -> Iterator[Hit]:
-    judged = bool(table(task.config, "evaluation").get("judge"))
+    judged = _judged(task)
     for name in _verifier_scripts(task):
         text = task.text(name) or ""
         line = _network_line(text)

@@ -57,8 +57,13 @@ def _print_report(report: LintReport) -> None:
             )
             stdout.print(f"          hint: {finding.hint}", markup=False, highlight=False)
     stdout.print(
-        f"{report.errors} errors, {report.warnings} warnings in {report.tasks} tasks "
+        f"{_count(report.errors, 'error')}, {_count(report.warnings, 'warning')} in "
+        f"{_count(report.tasks, 'task')} "
         f"({report.format} dataset {report.dataset})",
         markup=False,
         highlight=False,
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -6,6 +6,7 @@ Nothing here builds an image, starts a container or reaches the network.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
 from collections.abc import Callable
@@ -153,12 +154,12 @@ def open_source(path: Path) -> LintSource:
         )
     if (path / "ageval.yaml").exists():
         files = read_dataset(path)
-        tasks_root = files.config.tasks.root.strip("/")
+        tasks_root = files.config.tasks.root
         tasks = [
             LintTask(
                 task_id,
                 path / tasks_root / task_id,
-                f"{tasks_root}/{task_id}",
+                posixpath.normpath(f"{tasks_root}/{task_id}"),
                 "ageval",
                 partial(read_task, files, task_id),
             )

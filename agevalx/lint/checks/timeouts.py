@@ -51,6 +51,8 @@ def _timeouts(task: LintTask) -> dict[str, _Timeout]:
 
 
 def timeout_missing(task: LintTask) -> Iterator[Hit]:
+    if task.config is None:  # task.toml does not parse: task_unreadable says so
+        return
     agent = _timeouts(task)["agent"]
     if not agent.explicit:
         yield Hit(

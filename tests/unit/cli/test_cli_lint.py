@@ -85,7 +85,7 @@ def test_the_human_report_groups_findings_by_task(
     assert lines[2].strip().startswith("hint: ")
     assert lines[3] == "verifier_needs_network"
     assert "warning verifier_needs_network  verifier_needs_network/tests/test.sh:2" in lines[4]
-    assert lines[-1].startswith("1 errors, 1 warnings in 4 tasks")
+    assert lines[-1].startswith("1 error, 1 warning in 4 tasks")
 
 
 def test_an_unreadable_dataset_is_a_coded_error_not_a_traceback(

@@ -247,3 +247,31 @@ def test_a_secret_the_line_scan_misses_is_still_found_by_agevals_rule(tmp_path: 
         ("literal_secret", "tasks/hello/task.yaml", None)
     ]
     assert "parameters.main_environment.DB_PASSWORD" in findings[0].message
+
+
+def test_garbage_files_are_findings_not_crashes(tmp_path: Path) -> None:
+    root, tasks = _good_copy(tmp_path, "harbor")
+    broken = tasks / "broken"
+    shutil.copytree(tasks / "hello-world", broken)
+    (broken / "task.toml").write_text("[agent\ntimeout_sec = = 1\n")
+    (broken / "instruction.md").write_bytes(b"\xff\xfe\x00binary")
+    (broken / "environment" / "Dockerfile").write_bytes(b"\x00\x01FROM")
+
+    report = lint_dataset(root)
+
+    assert {(f.task, f.code) for f in report.findings} == {("broken", "task_unreadable")}
+
+
+def test_an_ageval_dataset_whose_tasks_root_is_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "flat"
+    shutil.copytree(DATA / "ageval" / "good" / "tasks", root)
+    (root / "ageval.yaml").write_text(
+        "format: ageval.dataset/1\ndataset_id: acme/flat\nversion: 1\ntasks: {root: .}\n"
+    )
+    (root / "hello" / "prompts" / "task.md").unlink()
+
+    findings = lint_dataset(root).findings
+
+    assert [(f.code, f.file) for f in findings] == [
+        ("instruction_missing", "hello/prompts/task.md")
+    ]

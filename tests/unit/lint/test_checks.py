@@ -275,3 +275,29 @@ def test_an_ageval_dataset_whose_tasks_root_is_the_root(tmp_path: Path) -> None:
     assert [(f.code, f.file) for f in findings] == [
         ("instruction_missing", "hello/prompts/task.md")
     ]
+
+
+def test_the_check_codes_and_severities_are_stable() -> None:
+    # Scripts match on these codes: renaming one, or changing its severity, is a break.
+    assert [(rule.code, rule.severity) for rule in CHECKS] == [
+        ("task_unreadable", "error"),
+        ("base_image_unpinned", "warning"),
+        ("dependency_unpinned", "warning"),
+        ("verifier_visible_to_agent", "error"),
+        ("verifier_needs_network", "warning"),
+        ("literal_secret", "error"),
+        ("task_id_mismatch", "error"),
+        ("task_id_not_portable", "error"),
+        ("task_id_collision", "error"),
+        ("instruction_missing", "error"),
+        ("instruction_oversized", "warning"),
+        ("timeout_missing", "warning"),
+        ("timeout_invalid", "error"),
+        ("timeout_excessive", "warning"),
+        ("docker_image_missing", "warning"),
+        ("image_source_missing", "error"),
+        ("compose_healthcheck_missing", "warning"),
+        ("privileged_container", "warning"),
+        ("reward_not_written", "warning"),
+        ("duplicate_task", "warning"),
+    ]

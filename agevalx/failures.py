@@ -164,6 +164,7 @@ _TASK = {
     "missing_profiles": "the task names an agent profile but there is no profiles.yaml",
     "missing_prompt": "a task without run.py has no prompt file",
     "missing_solution": "the oracle agent needs solution/, which does not exist",
+    "mock_faults_invalid": "the mock model's fault list cannot be read or is malformed",
     "mock_script_invalid": "the mock model's script cannot be read",
     "model_not_object": "a profile's model is a string, not an object",
     "model_option_flattened": "a profile sets a model option outside `model:`",

@@ -21,6 +21,24 @@ in `requests` (path, JSON body, the `Authorization` header) for the test to insp
 An API module defines `ROUTES`, a tuple of `ApiRoute`: a method, a path predicate, whether
 the route consumes the script, and `respond(MockRequest) -> MockResponse`.
 
+Per conversation (`per_conversation=True`): instead of one script for the whole server, every
+conversation gets the script from its start: a request's reply is the script step numbered by
+the assistant turns its conversation already holds (the `messages`, `input` or `contents` it
+carries), so many attempts can share one server in any order. Past the script's end, the last
+step repeats. `{{run}}` in a reply's text or tool-call arguments is replaced by the text after
+`RUN: ` on its line in the conversation's first user message.
+
+Faults (`faults=[...]`, for long-run tests), placed by the number of model turns received so
+far (0-based, failed ones included):
+
+- `{"kind": "stall", "at": [n, ...], "seconds": S}`: the reply to turn n starts, then stops
+  for S seconds mid-response and the connection is closed without the rest;
+- `{"kind": "429" | "503", "start": n, "count": c, "retry_after": s}`: turns n to n+c-1 are
+  refused with that status (and `Retry-After: s` when given).
+
+`faults_served` counts the faults served by kind; `billed_tokens` sums the tokens of every
+reply that was sent, whole or cut (what a provider would bill).
+
 Failure modes, for the gateway's stall handling: the first `failures` completion requests are
 answered with `failure_status` (503 by default; 429 with `retry_after` as `Retry-After`),
 after `failure_delay` seconds each, before the script is served (`failures=-1`: never
@@ -60,7 +78,66 @@ ARGUMENT_PIECE = 24
 
 
 class MockLLMError(Exception):
-    """A script or an address the server refuses."""
+    """A script, a fault list or an address the server refuses."""
+
+
+FAULT_KINDS = ("stall", "429", "503")
+"""The kinds of fault `MockLLM(faults=...)` serves."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scripted fault: `kind`, and the model turns (0-based) it hits."""
+
+    kind: str
+    turns: frozenset[int]
+    seconds: float = 0.0
+    """For a stall: how long the response stops."""
+    retry_after: float | None = None
+    """For a 429 or 503: the Retry-After header's seconds."""
+
+
+def parse_faults(faults: Sequence[Mapping[str, Any]]) -> list[Fault]:
+    """Validate a fault list (see the module docstring)."""
+    parsed: list[Fault] = []
+    for number, fault in enumerate(faults):
+        if not isinstance(fault, Mapping):
+            raise MockLLMError(f"fault {number} is not a mapping")
+        kind = str(fault.get("kind"))
+        if kind not in FAULT_KINDS:
+            raise MockLLMError(f"fault {number}: kind must be one of {', '.join(FAULT_KINDS)}")
+        if kind == "stall":
+            _only(number, fault, {"kind", "at", "seconds"})
+            at = fault.get("at")
+            if not isinstance(at, list) or not at or not all(_count(t) for t in at):
+                raise MockLLMError(f"fault {number}: at must be a list of turn numbers (>= 0)")
+            seconds = _seconds(number, fault.get("seconds"), "seconds")
+            parsed.append(Fault(kind, frozenset(at), seconds=seconds))
+            continue
+        _only(number, fault, {"kind", "start", "count", "retry_after"})
+        start, count = fault.get("start"), fault.get("count")
+        if not _count(start) or not _count(count) or count == 0:
+            raise MockLLMError(f"fault {number}: start (>= 0) and count (> 0) must be integers")
+        retry = fault.get("retry_after")
+        retry_after = None if retry is None else _seconds(number, retry, "retry_after")
+        parsed.append(Fault(kind, frozenset(range(start, start + count)), retry_after=retry_after))
+    return parsed
+
+
+def _only(number: int, fault: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = set(fault) - allowed
+    if unknown:
+        raise MockLLMError(f"fault {number} has unknown keys {sorted(unknown)}")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _seconds(number: int, value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 3600:
+        raise MockLLMError(f"fault {number}: {name} must be seconds between 0 and 3600")
+    return float(value)
 
 
 def bridge_gateway() -> str:
@@ -237,8 +314,19 @@ class MockLLM:
         retry_after: str | None = None,
         failure_delay: float = 0.0,
         cost: float | None = None,
+        per_conversation: bool = False,
+        faults: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self._replies = parse_script(script)
+        if per_conversation and not self._replies:
+            raise MockLLMError("a per-conversation script needs at least one reply")
+        self.per_conversation = per_conversation
+        self._faults = parse_faults(faults)
+        self._turns = 0
+        self.faults_served: dict[str, int] = {}
+        """Faults served so far, by kind."""
+        self.billed_tokens = 0
+        """Tokens of every reply sent, whole or cut."""
         self._failures = failures
         self.failure_status = failure_status
         self.retry_after = retry_after
@@ -326,6 +414,29 @@ class MockLLM:
                 self._failures -= 1
             return True
 
+    def _fault(self) -> Fault | None:
+        """The fault this model turn meets, if any (counting the turn)."""
+        with self._lock:
+            turn = self._turns
+            self._turns += 1
+            fault = next((f for f in self._faults if turn in f.turns), None)
+            if fault is not None:
+                self.faults_served[fault.kind] = self.faults_served.get(fault.kind, 0) + 1
+            return fault
+
+    def _bill(self, reply: Reply) -> None:
+        with self._lock:
+            self.billed_tokens += int(usage_of(reply)["total_tokens"])
+
+    def _reply_for(self, body: Any) -> Reply:
+        """The reply to a model turn: the next of the script, or, per conversation, the step
+        its conversation has reached."""
+        if not self.per_conversation:
+            return self._next_reply()
+        step = self._replies[min(assistant_turns(body), len(self._replies) - 1)]
+        run = run_line(body)
+        return step if run is None else _with_run(step, run)
+
     def _next_reply(self) -> Reply:
         with self._lock:
             if self._served < len(self._replies):
@@ -394,6 +505,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(HTTPStatus.BAD_REQUEST, _error("the body is not a JSON object"))
             return True
         scripted = route.consumes(body)
+        fault = self.mock._fault() if scripted else None
+        if fault is not None and fault.kind != "stall":
+            headers = (
+                {} if fault.retry_after is None else {"Retry-After": _header(fault.retry_after)}
+            )
+            message = f"the mock upstream is refusing (fault {fault.kind})"
+            self._send_json(HTTPStatus(int(fault.kind)), _error(message), headers)
+            return True
         if scripted and self.mock._should_fail():
             time.sleep(self.mock.failure_delay)
             retry_after = self.mock.retry_after
@@ -407,13 +526,18 @@ class _Handler(BaseHTTPRequestHandler):
             query=parse_qs(parts.query),
             body=body,
             headers={name.lower(): value for name, value in self.headers.items()},
-            reply=self.mock._next_reply() if scripted else None,
+            reply=self.mock._reply_for(body) if scripted else None,
             model=self.mock._model_id(body),
             cost=self.mock.cost,
         )
         response = route.respond(request)
+        if request.reply is not None:
+            self.mock._bill(request.reply)
+        stall = fault.seconds if fault is not None else None
         if response.stream:
-            self._send_events(response.events, done=response.done)
+            self._send_events(response.events, done=response.done, stall=stall)
+        elif stall is not None:
+            self._send_stalled_json(HTTPStatus(response.status), response.json, stall)
         else:
             self._send_json(HTTPStatus(response.status), response.json)
         return True
@@ -436,16 +560,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_events(self, events: Sequence[tuple[str | None, Any]], *, done: bool) -> None:
+    def _send_stalled_json(self, status: HTTPStatus, value: Any, seconds: float) -> None:
+        """Half of a JSON answer, a stop of `seconds`, then the connection closed."""
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            time.sleep(seconds)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _send_events(
+        self, events: Sequence[tuple[str | None, Any]], *, done: bool, stall: float | None = None
+    ) -> None:
         """Server-sent events in HTTP/1.1 chunks, one event a chunk; the connection is kept
-        alive for the next request, as a provider's is."""
+        alive for the next request, as a provider's is. With `stall`, half the events are
+        sent, then nothing for `stall` seconds, then the connection is closed."""
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for name, data in events:
+            cut = max(1, len(events) // 2) if stall is not None else None
+            for number, (name, data) in enumerate(events):
+                if number == cut:
+                    time.sleep(stall or 0.0)
+                    self.close_connection = True
+                    return
                 head = b"" if name is None else b"event: " + name.encode() + b"\n"
                 self._write_chunk(head + b"data: " + json.dumps(data).encode() + b"\n\n")
             if done:
@@ -458,6 +605,95 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
+
+
+def _header(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else str(seconds)
+
+
+RUN_PREFIX = "RUN: "
+"""Where `{{run}}` comes from: the rest of this line in the first user message."""
+
+ASSISTANT_ROLES = frozenset({"assistant", "model"})
+ASSISTANT_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
+"""Responses-API input items the model produced (a turn may hold several)."""
+
+
+def _conversation(body: Any) -> list[Any]:
+    if not isinstance(body, Mapping):
+        return []
+    for key in ("messages", "input", "contents"):
+        items = body.get(key)
+        if isinstance(items, list):
+            return items
+    return []
+
+
+def _from_assistant(item: Any) -> bool:
+    if not isinstance(item, Mapping):
+        return False
+    return item.get("role") in ASSISTANT_ROLES or item.get("type") in ASSISTANT_ITEMS
+
+
+def assistant_turns(body: Any) -> int:
+    """The model turns a request's conversation already holds: runs of consecutive items the
+    model produced, in any of the APIs' shapes."""
+    turns, previous = 0, False
+    for item in _conversation(body):
+        current = _from_assistant(item)
+        turns += current and not previous
+        previous = current
+    return turns
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text(part) for part in content)
+    if isinstance(content, Mapping):
+        for key in ("text", "content", "parts"):
+            if key in content:
+                return _text(content[key])
+    return ""
+
+
+def run_line(body: Any) -> str | None:
+    """The text after `RUN: ` on its line in the conversation's first user message."""
+    first = next(
+        (
+            item
+            for item in _conversation(body)
+            if isinstance(item, Mapping) and item.get("role") == "user"
+        ),
+        None,
+    )
+    if first is None:
+        return None
+    text = _text(first.get("content", first.get("parts")))
+    for line in text.splitlines():
+        at = line.find(RUN_PREFIX)
+        if at >= 0:
+            return line[at + len(RUN_PREFIX) :].strip()
+    return None
+
+
+def _substituted(value: Any, run: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{{run}}", run)
+    if isinstance(value, Mapping):
+        return {key: _substituted(item, run) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substituted(item, run) for item in value]
+    return value
+
+
+def _with_run(reply: Reply, run: str) -> Reply:
+    calls = tuple(
+        ToolCall(call.name, _substituted(dict(call.arguments), run), call.id)
+        for call in reply.tool_calls
+    )
+    return Reply(text=reply.text.replace("{{run}}", run), tool_calls=calls)
 
 
 def _error(message: str) -> dict[str, Any]:

@@ -57,8 +57,10 @@ def _dataset(copy_dataset: Any, port: int, *, options: dict[str, Any] | None = N
     return dataset
 
 
-def _run(dataset: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    code = main(["run", str(dataset), "--json"])
+def _run(
+    dataset: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any]]:
+    code = main(["run", str(dataset), "--json", *extra])
     document = json.loads(capsys.readouterr().out)
     (result,) = document["results"]
     return code, result
@@ -175,7 +177,8 @@ def test_an_upstream_that_never_recovers_is_an_infrastructure_error(
     with MockLLM(SCRIPT, failures=-1) as model:
         dataset = _dataset(copy_dataset, model.port, options={"upstream_stall_seconds": stall})
         started = time.monotonic()
-        code, result = _run(dataset, capsys)
+        # One try: with --retry-infra (default 2) each retry would meet the same dead upstream.
+        code, result = _run(dataset, capsys, "--retry-infra", "0")
         took = time.monotonic() - started
         tries = len(model.completions)
     assert code != 0

@@ -116,6 +116,8 @@ def parse_faults(faults: Sequence[Mapping[str, Any]]) -> list[Fault]:
             continue
         _only(number, fault, {"kind", "start", "count", "retry_after"})
         start, count = fault.get("start"), fault.get("count")
+        if not isinstance(start, int) or not isinstance(count, int):
+            raise MockLLMError(f"fault {number}: start (>= 0) and count (> 0) must be integers")
         if not _count(start) or not _count(count) or count == 0:
             raise MockLLMError(f"fault {number}: start (>= 0) and count (> 0) must be integers")
         retry = fault.get("retry_after")

@@ -18,6 +18,9 @@ LAYOUT_VERSION = "ageval-cache 1"
 """The first line of the VERSION file; a reader refuses any other value."""
 
 VERSION_FILE = "VERSION"
+INSTANCE_FILE = "INSTANCE"
+"""A random id made with the cache: a cache removed and made again at the same path is
+another cache (the images labelled for the first are not the second's)."""
 LOCK_FILE = "gc.lock"
 STAT_CACHE_FILE = "statcache.db"
 OBJECTS = "objects"

@@ -8,8 +8,10 @@ reported as `cache_corrupt_object`, so the next lookup is an ordinary miss.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -57,6 +59,29 @@ class CacheStore:
         self._actions = os.fspath(self.root / layout.ACTIONS)
         """The blob directory as a string: a hit checks every blob it names, and building
         a Path per check cost more than the check."""
+
+    @property
+    def instance(self) -> str:
+        """This cache's random id (`INSTANCE`), made the first time it is asked for; racing
+        processes agree on the first one written."""
+        path = self.root / layout.INSTANCE_FILE
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise unwritable(exc, path) from exc
+        fd, staging = tempfile.mkstemp(dir=self.tmp, prefix="instance-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(uuid.uuid4().hex + "\n")
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                os.link(staging, path)
+        except OSError as exc:
+            raise unwritable(exc, path) from exc
+        finally:
+            Path(staging).unlink(missing_ok=True)
+        return path.read_text(encoding="utf-8").strip()
 
     def _open_layout(self) -> None:
         version_file = self.root / layout.VERSION_FILE

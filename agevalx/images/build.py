@@ -33,9 +33,18 @@ CACHE_LABEL = f"{LABEL}.cache"
 --images` removes only its own cache's images that none of its entries names)."""
 
 
+CACHE_INSTANCE_LABEL = f"{LABEL}.cache.instance"
+"""The cache's random id (`CacheStore.instance`): a cache made again at the same path does
+not count the images of the one before as its own."""
+
+
 def image_labels(store: CacheStore) -> dict[str, str]:
     """Labels of an image made now for `store`: its cache and this process as its owner."""
-    return {CACHE_LABEL: cache_identity(store), **owner_labels()}
+    return {
+        CACHE_LABEL: cache_identity(store),
+        CACHE_INSTANCE_LABEL: store.instance,
+        **owner_labels(),
+    }
 
 
 def cache_identity(store: CacheStore) -> str:

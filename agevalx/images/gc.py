@@ -7,7 +7,8 @@ of that cache names it (run nodes' `committed_image`/`committed_image_id`, image
 `reference`/`image_id`) and its maker is no longer running (a live process may not have
 stored its entry yet): a run killed before its entry was written, or an entry `ageval cache
 gc` deleted. Images of other caches on the same engine, and images without a cache label,
-are never touched: another cache may still need them.
+are never touched: another cache may still need them. A cache removed and made again at the
+same path is another cache: its random id (`ageval.cache.instance`) tells their images apart.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from agevalx.cache.scan import iter_action_files
 from agevalx.cache.store import CacheStore
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
 from agevalx.environments.owners import Owner, is_alive, this_process
-from agevalx.images.build import CACHE_LABEL, cache_identity
+from agevalx.images.build import CACHE_INSTANCE_LABEL, CACHE_LABEL, cache_identity
 
 REPOSITORIES = ("ageval/run", "ageval/env", "ageval/scoring", "ageval/replay")
 """The repositories ageval tags its images in."""
@@ -74,7 +75,11 @@ def collect_images(store: CacheStore, *, remove: bool) -> ImageGcReport:
     gc lock, so no entry naming an image is written meanwhile."""
     with store.lock.exclusive():
         named = referenced_images(store)
-        images = _cache_images(cache_identity(store))
+        images = [
+            image
+            for image in _cache_images(cache_identity(store))
+            if _this_instance(image, store.instance)
+        ]
         report = ImageGcReport()
         for image in images:
             tags = [tag for tag in image.get("RepoTags") or [] if tag != "<none>:<none>"]
@@ -97,6 +102,13 @@ def _cache_images(identity: str) -> list[dict[str, Any]]:
     except (docker.errors.DockerException, OSError) as exc:
         raise EnvironmentFailure("docker_unavailable", f"the Docker engine failed: {exc}") from None
     return found
+
+
+def _this_instance(image: dict[str, Any], instance: str) -> bool:
+    """Whether an image labelled with this cache's path was made for this cache and not for
+    an earlier one removed from the same path. An image without the label (made by an ageval
+    before it existed) is left alone: which cache made it cannot be told."""
+    return bool((image.get("Labels") or {}).get(CACHE_INSTANCE_LABEL) == instance)
 
 
 def _made_by_ageval(image: dict[str, Any], tags: list[str]) -> bool:

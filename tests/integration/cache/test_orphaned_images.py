@@ -64,6 +64,18 @@ def test_gc_lists_then_removes_orphaned_images_and_keeps_referenced_ones(
     other_cache = foreign.commit(
         repository="ageval/run", tag=tag, conf={"Labels": {"ageval.cache": str(tmp_path / "x")}}
     )
+    # An image made for an earlier cache at this same path (removed, then made again).
+    same_path = foreign.commit(
+        repository="ageval/run",
+        tag=f"{tag}-earlier",
+        conf={
+            "Labels": {
+                "ageval": "attempt",
+                "ageval.cache": str(default_cache_dir().resolve()),
+                "ageval.cache.instance": "0" * 32,
+            }
+        },
+    )
     foreign.remove(force=True)
     try:
         for extra in ((), ("--fresh",)):
@@ -82,8 +94,10 @@ def test_gc_lists_then_removes_orphaned_images_and_keeps_referenced_ones(
         assert [found["id"] for found in removed["images"]["removed"]] == [old]
         assert not present(old)
         assert present(new) and present(environment) and present(str(other_cache.id))
+        assert present(str(same_path.id))
 
         assert main(["cache", "gc", "--images"]) == 0
         assert "removed 0 orphaned images" in capsys.readouterr().out
     finally:
         client().images.remove(str(other_cache.id), force=True)
+        client().images.remove(str(same_path.id), force=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import shutil
 import tarfile
@@ -138,6 +139,12 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
     if spec.mounts:
         arguments["volumes"] = {host: {"bind": path, "mode": "ro"} for host, path in spec.mounts}
     return arguments
+
+
+UNSET_LABEL = "ageval.unset"
+"""On a committed image: the environment variables the commit blanked (main_environment's),
+space-separated; scoring unsets them (seed 000: the scoring container does not use them)."""
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class AttemptContainer:
@@ -363,11 +370,25 @@ class AttemptContainer:
         the engine a pause and an unpause). The reference and the id."""
         changes = [f"ENV {name}=" for name in blank]
         conf = {"Labels": {**owner_labels(), **(labels or {})}}
+        if blank:
+            conf["Labels"][UNSET_LABEL] = " ".join(blank)
         api = self._container.client.api
         image_id = str(api.commit(self.id, changes=changes or None, conf=conf, pause=pause)["Id"])
         tag = image_id.removeprefix("sha256:")[:32]
         api.tag(image_id, repository, tag=tag)
         return f"{repository}:{tag}", image_id
+
+    def unset_names(self) -> tuple[str, ...]:
+        """The variables a commit blanked in this container's image (`UNSET_LABEL`): a
+        process started here should not see them at all."""
+        api = self._container.client.api
+        try:
+            image = api.inspect_container(self.id)["Image"]
+            labels = api.inspect_image(image).get("Config", {}).get("Labels") or {}
+        except (docker.errors.DockerException, KeyError):
+            return ()
+        names = str(labels.get(UNSET_LABEL) or "").split()
+        return tuple(name for name in names if ENV_NAME.fullmatch(name))
 
     def running(self) -> bool:
         try:

@@ -165,11 +165,14 @@ def evaluate_in(
         container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
     variables = {**(environment or {}), **runtime.environment}
+    # main_environment's variables, blanked in a committed attempt image, are not the
+    # evaluator's (seed 000): unset, not merely empty
+    unset = "".join(f"unset {shlex.quote(name)}; " for name in container.unset_names())
     command = [
         "sh",
         "-c",
         # the scoring container was started without an exec making these (`attempt_dirs`)
-        f'mkdir -p {WORKSPACE} {HOME} && cd {WORKSPACE} && exec "$@"',
+        f'{unset}mkdir -p {WORKSPACE} {HOME} && cd {WORKSPACE} && exec "$@"',
         "ageval-evaluate",
         *runtime.command(
             f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"

@@ -208,14 +208,18 @@ def test_main_environment_stays_out_of_the_committed_image_and_the_records(
     solve = 'echo "secret is $MAIN_SECRET"; touch /attempt/workspace/solved.txt\n'
     extra = "parameters:\n  main_environment:\n    MAIN_SECRET: '${HOSTILE_MAIN}'\n"
     printing = PASS_IF_SOLVED.replace(
-        "    solved =", "    import os\n    print(os.environ.get('MAIN_SECRET'))\n    solved ="
+        "    solved =",
+        "    import os\n    print(os.environ.get('MAIN_SECRET'), 'MAIN_SECRET' in os.environ)\n"
+        "    solved =",
     )
     dataset = ageval_task(tmp_path / "ds", solve, printing, task_yaml_extra=extra)
     code, document, printed = run("run", str(dataset))
-    assert code == 0, document
+    assert code == 0, document["results"][0]["error"]
     result = _result(document)
     assert result["status"] == "PASS"
     assert canary not in printed and canary not in (result["evaluator_output"] or "")
+    # seed 000: the scoring container does not use main_environment, not even its names
+    assert (result["evaluator_output"] or "").split() == ["None", "False"], result
     assert _files_with(dataset / ".ageval", canary.encode()) == []
     assert _files_with(default_cache_dir(), canary.encode()) == []
     run_key = next(n["key"] for n in result["nodes"] if n["kind"] == "run")

@@ -198,6 +198,13 @@ def evaluate_in(
         )
         if hosts.failure is not None:
             raise hosts.failure
+    if _lost(container, result.exit_code):  # killed or removed from outside meanwhile
+        raise EnvironmentFailure(
+            "scoring_environment_lost",
+            "the scoring container stopped or was removed while evaluator.py ran "
+            f"(the evaluator's exec ended with {result.exit_code})",
+            hint="not the agent's fault: ageval run --retry-infra scores the attempt again",
+        )
     if result.timed_out:
         raise EnvironmentFailure(
             "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
@@ -215,6 +222,24 @@ def evaluate_in(
     document: dict[str, Any] = json.loads(raw)
     document["evaluator_output"] = result.output[-OUTPUT_TAIL:]
     return document
+
+
+KILLED_EXITS = frozenset({137, 143})
+"""Exit codes of an exec whose process was killed (SIGKILL, SIGTERM): as its container goes."""
+LOST_GRACE = 3.0
+"""Seconds a killed exec's container gets to be seen stopped by the engine."""
+
+
+def _lost(container: AttemptContainer, exit_code: int | None) -> bool:
+    """Whether the scoring container stopped or went while the evaluator ran. An exec killed
+    with its container can end before the engine marks the container stopped: then wait."""
+    deadline = time.monotonic() + (LOST_GRACE if exit_code in KILLED_EXITS else 0.0)
+    while True:
+        if not container.running():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def evaluation_archive(private: str, task_dir: Path, files: dict[str, tuple[bytes, int]]) -> bytes:

@@ -313,8 +313,12 @@ class _Invoker:
             raise QuotaExhausted("wall_time_seconds") from None
         except AgentError as exc:
             run.routes.check(role)
+            _check_alive(run.container, exc)
             raise AgevalError(exc.code, exc.message, hint=exc.stderr_tail[-800:] or None) from None
         run.routes.check(role)
+        # an invocation cut short by a lost container is neither journalled nor checkpointed:
+        # a retry runs it again
+        _check_alive(run.container, None)
         entry = run.journal.append(
             "invocation",
             role=role,
@@ -393,6 +397,23 @@ class _RunState:
         self.transcript_lines.append(entry)
 
 
+LOST = "environment_lost"
+
+
+def _check_alive(container: AttemptContainer, cause: BaseException | None) -> None:
+    """`environment_lost` when the attempt container no longer runs: killed or removed from
+    outside (ageval stops it only after the run stage), whatever the agent then said."""
+    if container.running():
+        return
+    raise AgevalError(
+        LOST,
+        "the attempt container stopped or was removed while the run stage ran"
+        + (f" ({type(cause).__name__}: {cause})" if cause is not None else ""),
+        hint="not the agent's fault: ageval run --retry-infra continues the attempt from its "
+        "last checkpoint",
+    )
+
+
 def run_stage(state: _RunState) -> str | None:
     """Execute the run body within the wall time; returns the exhausted quota's key, if any."""
     ctx = RunContext(
@@ -422,6 +443,8 @@ def run_stage(state: _RunState) -> str | None:
         ctx.closed = True
         return "wall_time_seconds"
     error = outcome.get("error")
+    if error is None or not (isinstance(error, AgevalError) and error.code == LOST):
+        _check_alive(state.container, error)  # ageval stops it only after this stage
     if error is None:
         return None
     if isinstance(error, QuotaExhausted):

@@ -1,0 +1,120 @@
+"""Infrastructure faults from outside end an attempt as infrastructure, never as the agent's
+failure, and `--retry-infra` tries it again: the attempt container killed while its agent
+runs (`environment_lost`), the scoring container removed while evaluator.py runs
+(`scoring_environment_lost`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.security.hostile import ageval_task
+
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # kills containers by owner
+
+SLOW_SOLVE = "sleep 6; echo ok > /attempt/workspace/out.txt\n"
+SOLVE = "echo ok > /attempt/workspace/out.txt\n"
+EVALUATOR = """import time
+
+def evaluate(ctx):
+    time.sleep({sleep})
+    ok = (ctx.workspace / 'out.txt').read_text().strip() == 'ok'
+    return {{'status': 'PASS' if ok else 'FAIL'}}
+"""
+
+
+def _start(dataset: Path, retries: int) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "agevalx", "run", str(dataset), "--json"]
+    command += ["--retry-infra", str(retries), "--fresh"]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+
+
+def _hit(process: subprocess.Popen[str], kind: str, action: list[str]) -> str:
+    """Once a running container labelled `ageval=<kind>` of `process` appears (and has run a
+    second), apply `docker <action> <id>` to it; its id."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        listing = subprocess.run(
+            [
+                "docker", "ps", "-q", "--filter", f"label=ageval={kind}",
+                "--filter", f"label=ageval.owner.pid={process.pid}",
+            ],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        if listing:
+            time.sleep(1.5)
+            subprocess.run(["docker", *action, listing[0]], capture_output=True, check=True)
+            return listing[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no {kind} container of the run appeared: {process.communicate()}")
+
+
+def _finish(process: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = process.communicate(timeout=300)
+    document: dict[str, Any] = json.loads(out)
+    (result,) = document["results"]
+    return {"code": process.returncode, "result": result, "stderr": err}
+
+
+def _stored(dataset: Path, result: dict[str, Any]) -> dict[str, Any]:
+    path = dataset / ".ageval/runs" / result["attempt_id"] / "result.json"
+    return dict(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_killed_attempt_container_is_environment_lost_and_retried(
+    tmp_path: Path, docker_engine: object, retries: int
+) -> None:
+    dataset = ageval_task(tmp_path / "ds", SLOW_SOLVE, EVALUATOR.format(sleep=0))
+    process = _start(dataset, retries)
+    _hit(process, "attempt", ["kill"])
+    ended = _finish(process)
+    result = ended["result"]
+    if retries == 0:
+        assert ended["code"] == 1 and result["status"] == "ERROR", ended
+        assert result["error"]["code"] == "environment_lost", result["error"]
+        assert result["error"]["class"] == "infrastructure"
+        assert result["error"]["stage"] == "run"
+    else:
+        assert ended["code"] == 0 and result["status"] == "PASS", (
+            result.get("error"),
+            result.get("evaluator_output"),
+        )
+        tries = _stored(dataset, result)["tries"]
+        assert [(t["code"], t["class"], t["stage"]) for t in tries] == [
+            ("environment_lost", "infrastructure", "run")
+        ], tries
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_removed_scoring_container_is_scoring_environment_lost_and_retried(
+    tmp_path: Path, docker_engine: object, retries: int
+) -> None:
+    dataset = ageval_task(tmp_path / "ds", SOLVE, EVALUATOR.format(sleep=5))
+    process = _start(dataset, retries)
+    _hit(process, "scoring", ["rm", "-f"])
+    ended = _finish(process)
+    result = ended["result"]
+    if retries == 0:
+        assert ended["code"] == 1 and result["status"] == "ERROR", ended
+        assert result["error"]["code"] == "scoring_environment_lost", result["error"]
+        assert result["error"]["class"] == "infrastructure"
+        assert result["error"]["stage"] == "evaluate"
+    else:
+        assert ended["code"] == 0 and result["status"] == "PASS", (
+            result.get("error"),
+            result.get("evaluator_output"),
+        )
+        tries = _stored(dataset, result)["tries"]
+        assert [(t["code"], t["class"], t["stage"]) for t in tries] == [
+            ("scoring_environment_lost", "infrastructure", "evaluate")
+        ], tries

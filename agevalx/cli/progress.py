@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from types import TracebackType
@@ -14,6 +15,13 @@ from agevalx.gateway.budget import JobBudget
 from agevalx.graph.execute import NodeReport
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
+
+
+def _concurrency_line() -> str:
+    """The model gateway's limits per upstream, when this process runs one (the gateway's
+    module is imported only by a job with a model: never imported here for the line)."""
+    server = sys.modules.get("agevalx.gateway.server")
+    return str(server.concurrency_line()) if server is not None else ""
 
 
 class JobProgress:
@@ -67,7 +75,8 @@ class JobProgress:
         budget = self.budget
         if budget is not None and budget.requests:
             line += f" | {budget.describe()}, {budget.tokens:,} tokens"
-        return Text(line)
+        concurrency = _concurrency_line()
+        return Text(line + ("\n" + concurrency if concurrency else ""))
 
     def planned(self, plan: Plan) -> None:
         with self._lock:

@@ -14,6 +14,8 @@ from agevalx.gateway.replaying import RoleReplay
 from agevalx.gateway.usage import RouteStats
 
 UNAVAILABLE = "model_upstream_unavailable"
+STREAM_BROKEN = "model_stream_broken"
+"""A streamed response the upstream broke or stalled past `model.watchdog` mid-way."""
 
 
 @dataclass(frozen=True)

@@ -40,15 +40,17 @@ import threading
 import time
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
 
 from agevalx.gateway.budget import JOB_LIMIT
+from agevalx.gateway.concurrency import Concurrency, Limiter
 from agevalx.gateway.recording import TrafficRecorder
 from agevalx.gateway.replaying import ModelDivergence, RoleReplay
-from agevalx.gateway.routes import UNAVAILABLE, Route, Upstream
+from agevalx.gateway.routes import STREAM_BROKEN, UNAVAILABLE, Route, Upstream
 from agevalx.gateway.usage import UsageReader, is_token_count, path_model, priced_cost
 
 RETRY_INTERVAL_SECONDS = 60.0
@@ -82,10 +84,14 @@ SHUTDOWN_SECONDS = 2.0
 
 
 class _Retry(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, *, throttled: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.throttled = throttled
+        """A 429: the upstream's concurrency limit halves."""
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -113,6 +119,16 @@ class Gateway:
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._concurrency = Concurrency()
+
+    def concurrency(self) -> list[dict[str, Any]]:
+        """Per upstream (base URL and model): the concurrency limit, its peak, the requests
+        in flight, the 429s and the limit's curve (see `concurrency`)."""
+        return self._concurrency.figures()
+
+    def concurrency_line(self) -> str:
+        """The limits per upstream in one line (empty before the first request)."""
+        return self._concurrency.line()
 
     # --- routes ----------------------------------------------------------------------------
 
@@ -255,11 +271,13 @@ class Gateway:
             request, upstream.api_key if style == "query" else None
         )
         began = time.monotonic()
+        model = path_model(request.path) or _requested_model(body) or ""
+        limiter = self._concurrency.limiter(upstream.base_url, model)
         held = False
         try:
             while True:
                 try:
-                    return await self._forward(request, route, url, headers, body)
+                    return await self._limited(limiter, route, began, request, url, headers, body)
                 except _Retry as retry:
                     if not held:
                         held = True
@@ -270,6 +288,37 @@ class Gateway:
         finally:
             if held:
                 route.stats.waiting -= 1
+
+    async def _limited(
+        self,
+        limiter: Limiter,
+        route: Route,
+        began: float,
+        request: web.Request,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> web.StreamResponse:
+        """One try of the upstream within its concurrency limit; the wait for a place counts
+        against the stall budget."""
+        slot = await limiter.acquire(route.upstream.stall_seconds - (time.monotonic() - began))
+        if slot is None:
+            route.stats.failure = UNAVAILABLE
+            route.stats.failure_message = (
+                f"the model upstream {route.upstream.origin} held this request over its "
+                f"concurrency limit past upstream_stall_seconds={route.upstream.stall_seconds:g}"
+            )
+            return _error(503, UNAVAILABLE, route.stats.failure_message)
+        try:
+            response = await self._forward(request, route, url, headers, body)
+        except _Retry as retry:
+            limiter.release(slot, "throttled" if retry.throttled else "failed", retry.retry_after)
+            raise
+        except BaseException:
+            limiter.release(slot, "failed")
+            raise
+        limiter.release(slot, "ok")
+        return response
 
     async def _replayed(
         self, request: web.Request, route: Route, replay: RoleReplay, body: bytes
@@ -354,7 +403,8 @@ class Gateway:
             if response.status == 429 or response.status >= 500:
                 await response.read()
                 retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-                raise _Retry(f"HTTP {response.status}", retry_after)
+                throttled = response.status == 429
+                raise _Retry(f"HTTP {response.status}", retry_after, throttled=throttled)
             reader = UsageReader()
             out_headers = {k: v for k, v in response.headers.items() if k.lower() not in HOP_BY_HOP}
             stream = response.content_type == "text/event-stream"
@@ -378,8 +428,10 @@ class Gateway:
                     await relay.write(piece)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 _count(route, reader, body, request.path)
-                failure = f"the upstream stream broke: {exc!r}"
-                route.stats.failure_message = _masked(failure, upstream.api_key)
+                failure = f"the upstream stream broke or stalled mid-response: {exc!r}"
+                if route.stats.failure is None:
+                    route.stats.failure = STREAM_BROKEN
+                    route.stats.failure_message = _masked(failure, upstream.api_key)
                 raise ConnectionResetError("upstream stream broke") from None
             _count(route, reader, body, request.path)
             if route.recorder is not None:
@@ -475,3 +527,9 @@ def shared_gateway() -> Iterator[Gateway]:
             if _users == 0 and _shared is not None:
                 _shared.stop()
                 _shared = None
+
+
+def concurrency_line() -> str:
+    """The process's gateway's concurrency line (empty when no gateway runs)."""
+    gateway = _shared
+    return gateway.concurrency_line() if gateway is not None else ""

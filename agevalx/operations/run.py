@@ -58,6 +58,7 @@ from agevalx.runner.recovery import read_attempt
 
 if TYPE_CHECKING:
     from agevalx.cluster.dispatch import Cluster
+    from agevalx.gateway.server import Gateway
     from agevalx.harbor.options import HarborOptions
 
 SAMPLE_FILE = ".ageval/sample"
@@ -392,10 +393,9 @@ def _execute(
         return _execute_in(planned, store, request, callbacks, workers, progressed, interrupted)
 
 
-def _figures(gateway: object) -> list[dict[str, Any]]:
+def _figures(gateway: Gateway) -> list[dict[str, Any]]:
     """The gateway's concurrency figures per upstream, as summary.json keeps them."""
-    concurrency = getattr(gateway, "concurrency", None)
-    return [] if concurrency is None else [dict(figure) for figure in concurrency()]
+    return [dict(figure) for figure in gateway.concurrency()]
 
 
 def _uses_model(planned: Plan) -> bool:

@@ -374,3 +374,33 @@ def test_streams_reuse_one_kept_alive_upstream_connection(gateway: Gateway) -> N
     assert len(peers) == 11
     assert len(set(peers[:8])) == 1, "one upstream connection for every relayed request"
     assert len(set(peers[8:])) == 1
+
+
+@pytest.mark.unit
+def test_a_stream_stalled_mid_response_is_model_stream_broken(gateway: Gateway) -> None:
+    faults = [{"kind": "stall", "at": [0], "seconds": 3}]
+    with MockLLM(SCRIPT, faults=faults) as mock:
+        route = gateway.register(Upstream(base_url=mock.url, watchdog=0.5))
+        body = {"model": "m", "stream": True}
+        with contextlib.suppress(http.client.IncompleteRead, ConnectionError):
+            _chat(gateway, route.token, body)
+        assert route.stats.failure == "model_stream_broken"
+        assert "mid-response" in route.stats.failure_message
+        assert mock.faults_served == {"stall": 1}
+
+
+@pytest.mark.unit
+def test_the_concurrency_figures_name_each_upstream_and_count_its_429s(
+    gateway: Gateway, fast_retries: float
+) -> None:
+    faults = [{"kind": "429", "start": 0, "count": 2}]
+    with MockLLM(SCRIPT, faults=faults) as mock:
+        route = gateway.register(Upstream(base_url=mock.url, stall_seconds=30))
+        assert _chat(gateway, route.token, {"model": "soak-model"})[0] == 200
+        (figure,) = gateway.concurrency()
+        assert figure["origin"] == mock.url and figure["model"] == "soak-model"
+    assert figure["throttled"] == 2 and figure["in_flight"] == 0
+    # halved by each 429 (each try is sent after the previous halving), then one success
+    # at a limit of 1 grows it back to 2
+    assert [limit for _, limit in figure["curve"]] == [4, 2, 1, 2]
+    assert "soak-model@" in gateway.concurrency_line()

@@ -53,7 +53,14 @@ def sparkline(values: list[float]) -> str:
     return "".join(SPARKS[round((value - low) / span * (len(SPARKS) - 1))] for value in values)
 
 
-def job(scratch: Path, name: str, mock: Any, args: argparse.Namespace, salt: str) -> SoakJob:
+def job(
+    scratch: Path,
+    name: str,
+    mock: Any,
+    args: argparse.Namespace,
+    salt: str,
+    faults: list[dict[str, Any]] | None = None,
+) -> SoakJob:
     root = scratch / name
     dataset = write_soak_dataset(root / "dataset", args.tasks, base_url=mock.url, salt=salt)
     return SoakJob(
@@ -63,6 +70,7 @@ def job(scratch: Path, name: str, mock: Any, args: argparse.Namespace, salt: str
         cache_dir=root / "cache",
         bundles_dir=bundles_dir(),
         max_concurrent=args.max_concurrent,
+        late_faults=faults or (),
     )
 
 
@@ -131,12 +139,12 @@ def main() -> None:
     salt = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="ageval-bench-longrun-") as directory:
         scratch = Path(directory)
-        with MockLLM(SCRIPT, per_conversation=True) as mock:  # type: ignore[call-arg]
+        with MockLLM(SCRIPT, per_conversation=True) as mock:
             clean = job(scratch, "clean", mock, args, salt).run()
             clean_billed = int(mock.billed_tokens)
         faults = default_faults(args.tasks * args.k)
-        with MockLLM(SCRIPT, per_conversation=True, faults=faults) as mock:  # type: ignore[call-arg]
-            faulty = job(scratch, "faulty", mock, args, salt).run_with_faults()
+        with MockLLM(SCRIPT, per_conversation=True) as mock:
+            faulty = job(scratch, "faulty", mock, args, salt, faults).run_with_faults()
             result = figures(clean, faulty, clean_billed, mock)
     result["machine"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()[0]}
     if args.json:

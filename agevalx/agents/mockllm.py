@@ -51,6 +51,7 @@ the host's own address on the bridge: attempt containers reach it as
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import ipaddress
 import json
@@ -415,6 +416,16 @@ class MockLLM:
             if self._failures > 0:
                 self._failures -= 1
             return True
+
+    def add_faults(self, faults: Sequence[Mapping[str, Any]]) -> None:
+        """More faults, their turn numbers counted from the next turn the server receives
+        (for a fault that must meet whoever sends the next requests)."""
+        parsed = parse_faults(faults)
+        with self._lock:
+            now = self._turns
+            self._faults += [
+                dataclasses.replace(f, turns=frozenset(now + t for t in f.turns)) for f in parsed
+            ]
 
     def _fault(self) -> Fault | None:
         """The fault this model turn meets, if any (counting the turn)."""

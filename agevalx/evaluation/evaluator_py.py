@@ -224,8 +224,9 @@ def evaluate_in(
     return document
 
 
-KILLED_EXITS = frozenset({137, 143})
-"""Exit codes of an exec whose process was killed (SIGKILL, SIGTERM): as its container goes."""
+KILLED_EXITS = frozenset({126, 137, 143})
+"""Exit codes of an exec whose process was killed (SIGKILL, SIGTERM) or could not start (126:
+the runtime's exec failed), as when its container goes."""
 LOST_GRACE = 3.0
 """Seconds a killed exec's container gets to be seen stopped by the engine."""
 

@@ -398,13 +398,20 @@ class _RunState:
 
 
 LOST = "environment_lost"
+LOST_GRACE = 3.0
+"""Seconds a failed invocation's container gets to be seen stopped by the engine."""
 
 
 def _check_alive(container: AttemptContainer, cause: BaseException | None) -> None:
     """`environment_lost` when the attempt container no longer runs: killed or removed from
     outside (ageval stops it only after the run stage), whatever the agent then said."""
-    if container.running():
-        return
+    # an agent cut off by its container's kill can report before the engine marks the
+    # container stopped: give an error's cause a moment to show
+    deadline = time.monotonic() + (LOST_GRACE if cause is not None else 0.0)
+    while container.running():
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.1)
     raise AgevalError(
         LOST,
         "the attempt container stopped or was removed while the run stage ran"

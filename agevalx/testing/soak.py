@@ -180,17 +180,18 @@ def _write(path: Path, text: str) -> None:
 
 
 def default_faults(attempts: int) -> list[dict[str, Any]]:
-    """The mock's faults for a job of `attempts` attempts (`TURNS_PER_ATTEMPT` requests each),
-    placed by the requests received: one stalled stream between the two kills of ageval
-    (`KILL_FRACTIONS`), then, after both, a burst of 429s and a run of 503s (Retry-After 1
-    each), so that the last invocation, the one that writes summary.json, meets them and its
-    gateway figures show the concurrency falling on the 429s and recovering."""
-    requests = attempts * TURNS_PER_ATTEMPT
-    burst = max(6, requests // 15)
+    """The mock's faults for the last invocation of a faulty job (`SoakJob(late_faults=...)`
+    adds them as it starts, counted from the next request): a stalled stream (cut by the
+    profile's watchdog), then a burst of 429s as wide as the job's concurrency and a run of
+    503s (Retry-After 1 each), so that the invocation that writes summary.json meets them
+    and its gateway figures show the concurrency falling on the 429s and recovering. Each
+    refused request is held and sent again after the gateway's fixed 60 s interval, so the
+    bursts are short; `attempts` widens them for a large job."""
+    burst = max(MAX_CONCURRENT, attempts // 75)
     return [
-        {"kind": "stall", "at": [requests * 2 // 5], "seconds": 30},
-        {"kind": "429", "start": requests * 3 // 5, "count": burst, "retry_after": 1},
-        {"kind": "503", "start": requests * 4 // 5, "count": max(3, burst // 2), "retry_after": 1},
+        {"kind": "stall", "at": [1], "seconds": 30},
+        {"kind": "429", "start": 3, "count": burst, "retry_after": 1},
+        {"kind": "503", "start": 3 + 2 * burst, "count": 2, "retry_after": 1},
     ]
 
 
@@ -213,9 +214,12 @@ AGENT_PROCESS = "pi-acp"
 """A word of the agent's command line in the attempt container (pi's ACP adapter)."""
 
 POLL_SECONDS = 0.1
-KILL_FRACTIONS = (0.25, 0.5)
+KILL_FRACTIONS = (0.25, 0.0)
 """The job is killed (SIGKILL) twice: once the mock has received these fractions of the
-requests a fault-free job makes."""
+requests a fault-free job makes (the second as soon as the second invocation has requests in
+flight, so the last invocation still has most of the job to meet its faults)."""
+MAX_CONCURRENT = 4
+"""The soak job's --max-concurrent."""
 IN_FLIGHT_BEFORE_KILL = 2
 """Requests an invocation sends before it may be killed (a job too small to reach them after
 its first kill ends before its second one: the soak needs about 10 tasks or more)."""
@@ -229,6 +233,8 @@ class Upstream(Protocol):
 
     @property
     def completions(self) -> Sequence[Any]: ...
+
+    def add_faults(self, faults: Sequence[Mapping[str, Any]]) -> None: ...
 
 
 @dataclass
@@ -298,8 +304,9 @@ class SoakJob:
         k: int,
         cache_dir: Path,
         bundles_dir: Path,
-        max_concurrent: int = 4,
+        max_concurrent: int = MAX_CONCURRENT,
         log_dir: Path | None = None,
+        late_faults: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.dataset = dataset
         self.upstream = upstream
@@ -308,6 +315,8 @@ class SoakJob:
         self.bundles_dir = bundles_dir
         self.max_concurrent = max_concurrent
         self.log_dir = log_dir or dataset.root.parent
+        self.late_faults = list(late_faults)
+        """The mock's faults for the last invocation (`default_faults`), added as it starts."""
         self.pids: list[int] = []
         self.faults: list[Fault] = []
         self._started = 0.0
@@ -404,6 +413,8 @@ class SoakJob:
             os.kill(process.pid, signal.SIGKILL)
             process.wait()
             self.faults.append(Fault("ageval_killed", self._elapsed(), pid=process.pid))
+        if self.late_faults:
+            self.upstream.add_faults(self.late_faults)
         process = self._start()
         code = process.wait(max(1.0, deadline - time.monotonic()))
         return self._outcome(code)

@@ -57,9 +57,11 @@ DATASET_YAML = {
 DOCKERFILE = "FROM ageval/base:bookworm\nWORKDIR /attempt/workspace\n"
 PROMPT = "Run this command in your working directory, exactly as written.\n\nRUN: {command}\n"
 EVALUATOR = '''"""PASS when the command the prompt gave wrote the expected line to answer.txt."""
+import time
 
 
 def evaluate(ctx):
+    time.sleep(1)  # a window for the soak to remove a scoring container while it runs
     path = ctx.workspace / ctx.params["output"]
     got = path.read_text().strip() if path.is_file() else None
     ok = got == ctx.params["expected"]
@@ -387,18 +389,18 @@ class SoakJob:
         return self._outcome(code)
 
     def run_with_faults(self, timeout: float = 3600) -> SoakOutcome:
-        """The job with faults from outside: `docker kill` of an attempt container while its
-        agent runs and `docker rm -f` of a scoring container, both before the first of two
-        `kill -9`s of ageval (at `KILL_FRACTIONS` of the job's requests, the first once both
-        hit attempts have ended); after each kill the same command is run again, and the last
-        one runs to its end."""
+        """The job with faults from outside: `kill -9` of ageval twice (at `KILL_FRACTIONS`
+        of the job's requests, each once the invocation has requests in flight), the same
+        command run again after each; the last invocation meets the mock's `late_faults`,
+        `docker kill` of an attempt container while its agent runs and `docker rm -f` of a
+        scoring container while evaluator.py runs, and runs to its end."""
         self._started = time.monotonic()
         deadline = self._started + timeout
         expected_requests = self.attempts * TURNS_PER_ATTEMPT
         for number, fraction in enumerate(KILL_FRACTIONS):
             process = self._start()
             before = len(self.upstream.completions)
-            while not self._kill_point(number, fraction * expected_requests, before):
+            while not self._kill_point(fraction * expected_requests, before):
                 if process.poll() is not None:
                     raise AssertionError(
                         f"ageval ended (exit {process.returncode}) before its kill -9 at "
@@ -407,8 +409,6 @@ class SoakJob:
                     )
                 if time.monotonic() > deadline:
                     raise AssertionError(f"the soak job outlived {timeout} s")
-                if number == 0:
-                    self._hit_containers(process.pid)
                 time.sleep(POLL_SECONDS)
             os.kill(process.pid, signal.SIGKILL)
             process.wait()
@@ -416,25 +416,18 @@ class SoakJob:
         if self.late_faults:
             self.upstream.add_faults(self.late_faults)
         process = self._start()
+        while process.poll() is None and time.monotonic() < deadline:
+            self._hit_containers(process.pid)
+            time.sleep(POLL_SECONDS)
         code = process.wait(max(1.0, deadline - time.monotonic()))
         return self._outcome(code)
 
-    def _kill_point(self, number: int, requests: float, before: int) -> bool:
-        """Whether to kill invocation `number` now: the mock has received `requests`, this
-        invocation has sent `IN_FLIGHT_BEFORE_KILL` requests since it began (`before`: the
-        count then), so attempts are in flight, and, for the first, both container faults hit
-        attempts that have since ended."""
+    def _kill_point(self, requests: float, before: int) -> bool:
+        """Whether to kill the running invocation now: the mock has received `requests`,
+        and this invocation has sent `IN_FLIGHT_BEFORE_KILL` requests since it began
+        (`before`: the count then), so attempts are in flight."""
         received = len(self.upstream.completions)
-        if received < requests or received < before + IN_FLIGHT_BEFORE_KILL:
-            return False
-        return number > 0 or self._hits_sealed()
-
-    def _hits_sealed(self) -> bool:
-        """Whether both container faults were injected and their attempts have ended (their
-        retries are recorded before ageval is killed)."""
-        hit = [fault.attempt_id for fault in self.faults if fault.attempt_id]
-        runs = self.dataset.root / ".ageval" / "runs"
-        return len(hit) == 2 and all((runs / attempt / "result.json").is_file() for attempt in hit)
+        return received >= requests and received >= before + IN_FLIGHT_BEFORE_KILL
 
     def _outcome(self, code: int) -> SoakOutcome:
         return SoakOutcome(

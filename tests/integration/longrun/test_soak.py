@@ -151,7 +151,10 @@ def test_every_injected_fault_is_an_infrastructure_retry(soak: Soak) -> None:
     held = served.get("429", 0) + served.get("503", 0)
     summary = faulty.summary()
     assert served.get("429", 0) >= 1 and served.get("503", 0) >= 1, served
-    assert summary["usage"]["retries"] >= held, (summary["usage"], served)
+    # Every refused request was held and sent again by the gateway (a retry, never the
+    # agent's failure); a try that ended meanwhile (its container lost) takes its count with
+    # it: an attempt has one request in flight, so at most one per earlier try.
+    assert summary["usage"]["retries"] >= held - len(tries), (summary["usage"], served, tries)
 
 
 def test_pass_at_k_equals_the_fault_free_job(soak: Soak) -> None:

@@ -70,51 +70,38 @@ def _stored(dataset: Path, result: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(path.read_text()))
 
 
+FAULTS = {
+    # fault: (solve.sh, evaluator sleep, container kind, docker action, code, stage)
+    "attempt container killed": (SLOW_SOLVE, 0, "attempt", ["kill"], "environment_lost", "run"),
+    "scoring container removed": (
+        SOLVE,
+        5,
+        "scoring",
+        ["rm", "-f"],
+        "scoring_environment_lost",
+        "evaluate",
+    ),
+}
+
+
 @pytest.mark.parametrize("retries", [0, 1])
-def test_a_killed_attempt_container_is_environment_lost_and_retried(
-    tmp_path: Path, docker_engine: object, retries: int
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_container_lost_from_outside_is_infrastructure_and_retried(
+    tmp_path: Path, docker_engine: object, fault: str, retries: int
 ) -> None:
-    dataset = ageval_task(tmp_path / "ds", SLOW_SOLVE, EVALUATOR.format(sleep=0))
+    solve, sleep, kind, action, code, stage = FAULTS[fault]
+    dataset = ageval_task(tmp_path / "ds", solve, EVALUATOR.format(sleep=sleep))
     process = _start(dataset, retries)
-    _hit(process, "attempt", ["kill"])
+    _hit(process, kind, action)
     ended = _finish(process)
     result = ended["result"]
     if retries == 0:
         assert ended["code"] == 1 and result["status"] == "ERROR", ended
-        assert result["error"]["code"] == "environment_lost", result["error"]
-        assert result["error"]["class"] == "infrastructure"
-        assert result["error"]["stage"] == "run"
+        error = result["error"]
+        assert (error["code"], error["class"], error["stage"]) == (code, "infrastructure", stage)
     else:
-        assert ended["code"] == 0 and result["status"] == "PASS", (
-            result.get("error"),
-            result.get("evaluator_output"),
-        )
+        assert ended["code"] == 0 and result["status"] == "PASS", result.get("error")
         tries = _stored(dataset, result)["tries"]
         assert [(t["code"], t["class"], t["stage"]) for t in tries] == [
-            ("environment_lost", "infrastructure", "run")
-        ], tries
-
-
-@pytest.mark.parametrize("retries", [0, 1])
-def test_a_removed_scoring_container_is_scoring_environment_lost_and_retried(
-    tmp_path: Path, docker_engine: object, retries: int
-) -> None:
-    dataset = ageval_task(tmp_path / "ds", SOLVE, EVALUATOR.format(sleep=5))
-    process = _start(dataset, retries)
-    _hit(process, "scoring", ["rm", "-f"])
-    ended = _finish(process)
-    result = ended["result"]
-    if retries == 0:
-        assert ended["code"] == 1 and result["status"] == "ERROR", ended
-        assert result["error"]["code"] == "scoring_environment_lost", result["error"]
-        assert result["error"]["class"] == "infrastructure"
-        assert result["error"]["stage"] == "evaluate"
-    else:
-        assert ended["code"] == 0 and result["status"] == "PASS", (
-            result.get("error"),
-            result.get("evaluator_output"),
-        )
-        tries = _stored(dataset, result)["tries"]
-        assert [(t["code"], t["class"], t["stage"]) for t in tries] == [
-            ("scoring_environment_lost", "infrastructure", "evaluate")
+            (code, "infrastructure", stage)
         ], tries

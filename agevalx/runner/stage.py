@@ -318,7 +318,7 @@ class _Invoker:
         run.routes.check(role)
         # an invocation cut short by a lost container is neither journalled nor checkpointed:
         # a retry runs it again
-        _check_alive(run.container, None)
+        _check_alive(run.container, None, killed=result.exit_code in KILLED_EXITS)
         entry = run.journal.append(
             "invocation",
             role=role,
@@ -400,14 +400,19 @@ class _RunState:
 LOST = "environment_lost"
 LOST_GRACE = 3.0
 """Seconds a failed invocation's container gets to be seen stopped by the engine."""
+KILLED_EXITS = frozenset({126, 137, 143})
+"""Exit codes of an invocation whose process was killed (or could not start), as when its
+container goes: its container gets `LOST_GRACE` to be seen stopped."""
 
 
-def _check_alive(container: AttemptContainer, cause: BaseException | None) -> None:
+def _check_alive(
+    container: AttemptContainer, cause: BaseException | None, *, killed: bool = False
+) -> None:
     """`environment_lost` when the attempt container no longer runs: killed or removed from
     outside (ageval stops it only after the run stage), whatever the agent then said."""
     # an agent cut off by its container's kill can report before the engine marks the
     # container stopped: give an error's cause a moment to show
-    deadline = time.monotonic() + (LOST_GRACE if cause is not None else 0.0)
+    deadline = time.monotonic() + (LOST_GRACE if cause is not None or killed else 0.0)
     while container.running():
         if time.monotonic() >= deadline:
             return

@@ -390,6 +390,18 @@ class AttemptContainer:
         names = str(labels.get(UNSET_LABEL) or "").split()
         return tuple(name for name in names if ENV_NAME.fullmatch(name))
 
+    def stopped_from_outside(self) -> bool:
+        """Whether this (no longer running) container was removed, SIGKILLed or OOM-killed:
+        nothing inside it can do that to its init (the kernel ignores a SIGKILL sent to a
+        namespace's init from within), so it was the engine, the host or someone else; a
+        container whose init exited otherwise was stopped from inside."""
+        try:
+            self._container.reload()
+        except docker.errors.NotFound:
+            return True
+        state = self._container.attrs.get("State") or {}
+        return bool(state.get("OOMKilled")) or state.get("ExitCode") == 137
+
     def running(self) -> bool:
         try:
             self._container.reload()

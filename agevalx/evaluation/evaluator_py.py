@@ -237,7 +237,7 @@ def _lost(container: AttemptContainer, exit_code: int | None) -> bool:
     deadline = time.monotonic() + (LOST_GRACE if exit_code in KILLED_EXITS else 0.0)
     while True:
         if not container.running():
-            return True
+            return container.stopped_from_outside()
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)

@@ -417,6 +417,8 @@ def _check_alive(
         if time.monotonic() >= deadline:
             return
         time.sleep(0.1)
+    if not container.stopped_from_outside():  # the agent stopped it: the attempt counts
+        return
     raise AgevalError(
         LOST,
         "the attempt container stopped or was removed while the run stage ran"

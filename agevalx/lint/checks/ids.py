@@ -34,10 +34,8 @@ def task_id_not_portable(task: LintTask) -> Iterator[Hit]:
         )
 
 
-def task_id_collision(source: LintSource) -> Iterator[Hit]:
-    groups: dict[str, list[LintTask]] = defaultdict(list)
-    for task in source.tasks:
-        groups[task.task_id.casefold()].append(task)
+def _grouped(groups: dict[str, list[LintTask]], message: str, hint: str) -> Iterator[Hit]:
+    """One hit per task of each group of two or more; `message` names the others."""
     for group in groups.values():
         if len(group) < 2:
             continue
@@ -46,10 +44,21 @@ def task_id_collision(source: LintSource) -> Iterator[Hit]:
             yield Hit(
                 task.path(""),
                 None,
-                f"the task id {task.task_id!r} differs only in case from {others}",
-                "rename one: they are one directory on macOS and Windows",
+                message.format(task=task.task_id, others=others),
+                hint,
                 task=task.task_id,
             )
+
+
+def task_id_collision(source: LintSource) -> Iterator[Hit]:
+    groups: dict[str, list[LintTask]] = defaultdict(list)
+    for task in source.tasks:
+        groups[task.task_id.casefold()].append(task)
+    yield from _grouped(
+        groups,
+        "the task id {task!r} differs only in case from {others}",
+        "rename one: they are one directory on macOS and Windows",
+    )
 
 
 def _content_digest(task: LintTask) -> str | None:
@@ -74,15 +83,8 @@ def duplicate_task(source: LintSource) -> Iterator[Hit]:
         digest = _content_digest(task)
         if digest is not None:
             groups[digest].append(task)
-    for group in groups.values():
-        if len(group) < 2:
-            continue
-        for task in group:
-            others = ", ".join(other.task_id for other in group if other is not task)
-            yield Hit(
-                task.path(""),
-                None,
-                f"the task has the same content as {others}",
-                "remove the copies: each would be run, scored and paid for again",
-                task=task.task_id,
-            )
+    yield from _grouped(
+        groups,
+        "the task has the same content as {others}",
+        "remove the copies: each would be run, scored and paid for again",
+    )

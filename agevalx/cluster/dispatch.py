@@ -41,7 +41,8 @@ from agevalx.cluster.worker import NodeTask, compute
 from agevalx.environments.container import SESSION
 from agevalx.errors import AgevalError, UsageError
 from agevalx.formats.base import dataset_of
-from agevalx.graph.execute import ExecutionContext, run_node
+from agevalx.graph.context import ExecutionContext
+from agevalx.graph.execute import run_node
 from agevalx.graph.keys import AGEVAL_VERSION
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan

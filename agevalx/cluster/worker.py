@@ -30,8 +30,9 @@ from agevalx.cluster.checkout import checkout
 from agevalx.environments.container import join_session
 from agevalx.errors import AgevalError
 from agevalx.formats.base import Dataset
+from agevalx.graph.context import ExecutionContext
 from agevalx.graph.dag import NodeGraph
-from agevalx.graph.execute import ExecutionContext, run_node
+from agevalx.graph.execute import run_node
 from agevalx.graph.keys import AGEVAL_VERSION
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan

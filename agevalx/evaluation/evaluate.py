@@ -16,7 +16,7 @@ from agevalx.evaluation.result import EvaluationResult, store_result
 from agevalx.evaluation.session import RunFacts, ScoringSession
 from agevalx.formats.base import dataset_of
 from agevalx.gateway.recording import JUDGE_TRAFFIC, TrafficLog
-from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.context import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
 from agevalx.images.build import environment_image, reference_of

@@ -4,7 +4,8 @@ Generic over node kinds and task formats: it imports nothing above `cache/`, `ha
 `errors`. What it plans over comes from `operations/` (a `PlanSource`).
 """
 
-from agevalx.graph.execute import ExecutionContext, ExecutionReport, NodeResult, execute
+from agevalx.graph.context import ExecutionContext, NodeResult
+from agevalx.graph.execute import ExecutionReport, execute
 from agevalx.graph.explain import explain
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import GraphRequest, Plan, PlanSource, plan_graph

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from agevalx.errors import AgevalError
 
 if TYPE_CHECKING:
-    from agevalx.graph.execute import Executor
+    from agevalx.graph.context import Executor
     from agevalx.graph.rules import Rule
 
 _EXECUTORS: dict[str, Executor] = {}

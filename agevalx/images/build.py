@@ -19,7 +19,7 @@ from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client, image_exists
 from agevalx.environments.owners import owner_labels
-from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.context import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor

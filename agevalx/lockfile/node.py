@@ -7,7 +7,7 @@ from typing import Any
 
 from agevalx.cache.manifest import OutputRef
 from agevalx.fsutil import write_if_changed
-from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.context import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor

@@ -22,7 +22,7 @@ from pathlib import Path
 from agevalx.errors import AgevalError
 from agevalx.failures import is_infrastructure
 from agevalx.gateway.budget import JOB_LIMIT, JobBudget
-from agevalx.graph.execute import Admit, Retry
+from agevalx.graph.context import Admit, Retry
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.results.paths import attempt_dir, attempt_id

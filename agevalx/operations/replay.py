@@ -44,7 +44,8 @@ from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.fsutil import atomic_write
 from agevalx.gateway.recording import MODEL_TRAFFIC
 from agevalx.gateway.replaying import ModelDivergence, TrafficReplay
-from agevalx.graph.execute import ExecutionContext, NodeResult, execute
+from agevalx.graph.context import ExecutionContext, NodeResult
+from agevalx.graph.execute import execute
 from agevalx.graph.keys import node_key
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan

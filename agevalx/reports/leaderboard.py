@@ -18,7 +18,8 @@ from typing import Any
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
-from agevalx.graph.execute import ExecutionContext, NodeResult, check_outputs
+from agevalx.graph.context import ExecutionContext, NodeResult
+from agevalx.graph.execute import check_outputs
 from agevalx.graph.keys import AGEVAL_VERSION, node_key
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor

@@ -10,7 +10,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
 from agevalx.evaluation.result import read_result
 from agevalx.formats.base import dataset_of
-from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.context import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node, node_id
 from agevalx.graph.plan import Plan
 from agevalx.graph.registry import node_executor

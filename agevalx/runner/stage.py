@@ -56,7 +56,7 @@ from agevalx.formats.base import TaskRuntime, dataset_of
 from agevalx.gateway.attempt import AttemptRoutes
 from agevalx.gateway.recording import ABANDONED_TRAFFIC, MODEL_TRAFFIC, TrafficLog
 from agevalx.gateway.replaying import ResumedTraffic
-from agevalx.graph.execute import ExecutionContext, NodeResult
+from agevalx.graph.context import ExecutionContext, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import node_executor
 from agevalx.hashing import canonical_json

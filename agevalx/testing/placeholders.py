@@ -14,7 +14,7 @@ from pathlib import Path
 from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.evaluation.result import EvaluationResult
-from agevalx.graph.execute import ExecutionContext, Executor, NodeResult
+from agevalx.graph.context import ExecutionContext, Executor, NodeResult
 from agevalx.graph.nodes import Node
 from agevalx.graph.rules import load_rules
 from agevalx.results.paths import attempt_id

@@ -11,7 +11,8 @@ import pytest
 from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
-from agevalx.graph.execute import ExecutionContext, Executor, NodeResult, execute
+from agevalx.graph.context import ExecutionContext, Executor, NodeResult
+from agevalx.graph.execute import execute
 from agevalx.graph.nodes import Node
 from agevalx.graph.registry import executor_for, substituted
 from agevalx.graph.rules import load_rules

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:
-    from agevalx.agents.oracle import OracleLayout
+from typing import Any, Literal, Protocol
 
 ActionType = Literal["terminal", "fs_read", "fs_write", "permission", "agent_tool"]
 
@@ -55,6 +52,29 @@ class Container:
     private: str | None = None
     """Where executors stage their own files (`/attempt/.ageval`); None: `.ageval` beside
     the working directory."""
+
+
+@dataclass(frozen=True)
+class OracleLayout:
+    """Where and how the oracle runs a task's solution (its format's `oracle` hook)."""
+
+    target: str | None = None
+    """Container directory the task's solution/ is copied to; None: `<attempt>/.ageval/
+    solution`."""
+    command: str | None = None
+    """A shell command run with `<shell> -c`; None: `<shell> <target>/solve.sh`."""
+    setup: str | None = None
+    """A command run once the solution is copied in, before solve.sh (as the container's
+    user): directories the command writes to, the script's mode."""
+    home: str | None = None
+    """HOME of solve.sh; None: the agent's home."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Variables of solve.sh over the agent's; values may be secrets: they are masked in
+    every record."""
+    output_file: str | None = None
+    """The recorded output is read from this file (the command redirects into it)."""
+    whole_seconds: bool = False
+    """Truncate the time left to whole seconds (Harbor's oracle does)."""
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,6 @@ import math
 import posixpath
 import shlex
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from agevalx.agents.acp.recording import Recorder, tail
@@ -33,6 +31,7 @@ from agevalx.agents.base import (
     Container,
     Invocation,
     InvocationResult,
+    OracleLayout,
     RecordedAction,
     WallTimeExceeded,
 )
@@ -42,29 +41,6 @@ OUTPUT_LIMIT = 1024 * 1024
 """Bytes of solve.sh output kept (the last ones)."""
 
 SOLVE_SCRIPT = "solve.sh"
-
-
-@dataclass(frozen=True)
-class OracleLayout:
-    """Where and how the oracle runs a task's solution (its format's `oracle` hook)."""
-
-    target: str | None = None
-    """Container directory the task's solution/ is copied to; None: `<attempt>/.ageval/
-    solution`."""
-    command: str | None = None
-    """A shell command run with `<shell> -c`; None: `<shell> <target>/solve.sh`."""
-    setup: str | None = None
-    """A command run once the solution is copied in, before solve.sh (as the container's
-    user): directories the command writes to, the script's mode."""
-    home: str | None = None
-    """HOME of solve.sh; None: the agent's home."""
-    environment: Mapping[str, str] = field(default_factory=dict)
-    """Variables of solve.sh over the agent's; values may be secrets: they are masked in
-    every record."""
-    output_file: str | None = None
-    """The recorded output is read from this file (the command redirects into it)."""
-    whole_seconds: bool = False
-    """Truncate the time left to whole seconds (Harbor's oracle does)."""
 
 
 class OracleExecutor:

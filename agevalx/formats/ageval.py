@@ -28,7 +28,7 @@ from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.resolve import PROMPT_FILE, resolve_task_lock
 
 if TYPE_CHECKING:
-    from agevalx.agents.oracle import OracleLayout
+    from agevalx.agents.base import OracleLayout
     from agevalx.environments.attempt import AttemptEnvironment
     from agevalx.environments.container import AttemptContainer, ContainerSpec
     from agevalx.environments.standby import Network
@@ -180,7 +180,7 @@ class AgevalRuntime(TaskRuntime):
         return lambda ctx: _default_run(ctx, role)
 
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
-        from agevalx.agents.oracle import OracleLayout
+        from agevalx.agents.base import OracleLayout
 
         return OracleLayout()
 

@@ -29,7 +29,7 @@ from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
 from agevalx.lockfile.models import TaskLock
 
 if TYPE_CHECKING:
-    from agevalx.agents.oracle import OracleLayout
+    from agevalx.agents.base import OracleLayout
     from agevalx.environments.attempt import AttemptEnvironment
     from agevalx.environments.container import AttemptContainer, ContainerSpec
     from agevalx.environments.gpus import GpuRequest

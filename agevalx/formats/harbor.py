@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agevalx.agents.oracle import OracleLayout
+from agevalx.agents.base import OracleLayout
 from agevalx.dataset.files import FileDigester
 from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.container import (

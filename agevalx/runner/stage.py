@@ -29,10 +29,10 @@ from agevalx.agents.base import (
     Executor,
     Invocation,
     InvocationResult,
+    OracleLayout,
     WallTimeExceeded,
 )
 from agevalx.agents.bundles import container_mounts
-from agevalx.agents.oracle import OracleLayout
 from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.config.secrets import resolve_reference

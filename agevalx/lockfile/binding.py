@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -30,8 +30,17 @@ from agevalx.errors import ConfigError, UsageError
 from agevalx.hashing import digest_file
 from agevalx.lockfile.models import LockedBinding, LockedRole
 
-if TYPE_CHECKING:
-    from agevalx.formats.base import Dataset
+
+class Dataset(Protocol):
+    """What binding reads of a dataset (a format's `formats.base.Dataset`): where it is, and
+    how messages name it."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def display(self) -> str: ...
+
 
 PROFILES_FILE = "profiles.yaml"
 DEFAULT_ROLE = "solver"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from agevalx.harbor.rewards import Rewards
+
+if TYPE_CHECKING:
+    from agevalx.harbor.spec import HarborTaskSpec
 
 Severity = Literal["none", "warning", "error", "fatal"]
 
@@ -79,3 +83,21 @@ class HealthcheckResult(BaseModel):
 
     checks: int
     """Commands run; 0 when the task declares no healthcheck."""
+
+
+def verifier_outcome(
+    status: VerifierStatus, code: str | None, message: str, started: float, **fields: object
+) -> VerifierOutcome:
+    """A verifier outcome, its duration measured from `started` (monotonic)."""
+    duration = time.monotonic() - started
+    return VerifierOutcome.model_validate(
+        {"status": status, "code": code, "message": message, "duration_sec": duration, **fields}
+    )
+
+
+def verifier_timeout(spec: HarborTaskSpec, started: float, output: str | None) -> VerifierOutcome:
+    """The outcome of a verifier that ran out of its timeout_sec."""
+    message = f"verifier timed out after {spec.verifier.timeout_sec:g} seconds"
+    return verifier_outcome(
+        VerifierStatus.TIMEOUT, VERIFIER_TIMEOUT, message, started, test_output=output or ""
+    )

@@ -40,6 +40,8 @@ from agevalx.harbor.outcomes import (
     VERIFIER_SANDBOX_FAILED,
     VerifierOutcome,
     VerifierStatus,
+    verifier_outcome,
+    verifier_timeout,
 )
 from agevalx.harbor.rewards import InvalidReward, Rewards, finite_rewards
 from agevalx.harbor.sandbox import (
@@ -47,12 +49,12 @@ from agevalx.harbor.sandbox import (
     SANDBOX_ERRORS,
     directory_files,
     home_of,
+    reset_verifier_dirs,
     run_shell,
     shell_of,
     tail,
 )
 from agevalx.harbor.spec import HarborTaskSpec
-from agevalx.harbor.verifier import _outcome, _reset_verifier_dirs, _timeout
 
 FIELD = "verifier.import_path"
 INSTALL_HINT = 'uv pip install --python "$(command -v python3)" /path/to/verifier-project'
@@ -410,18 +412,18 @@ def _failed(
     output = _stdout_tail(trial_dir)
     if sandbox.failure is not None:
         message = f"the sandbox failed during verification: {sandbox.failure}"
-        return _outcome(VerifierStatus.FATAL, VERIFIER_SANDBOX_FAILED, message, started)
+        return verifier_outcome(VerifierStatus.FATAL, VERIFIER_SANDBOX_FAILED, message, started)
     if sandbox.deadline_hit or isinstance(exc, TimeoutError):
-        return _timeout(spec, started, output)
+        return verifier_timeout(spec, started, output)
     if _invalid_reward(exc):
-        return _outcome(
+        return verifier_outcome(
             VerifierStatus.INVALID, VERIFIER_RESULT_INVALID, str(exc), started, test_output=output
         )
     trace = "".join(traceback.format_exception(exc))
     if trial_dir.is_dir():
         (trial_dir / "exception.txt").write_text(trace, encoding="utf-8")
     message = f"verifier {spec.verifier.import_path} raised {type(exc).__name__}: {exc}"
-    return _outcome(
+    return verifier_outcome(
         VerifierStatus.ERROR,
         VERIFIER_FAILED,
         message[:2000],
@@ -446,12 +448,12 @@ def _run(
         rewards = checked_rewards(result)
     except InvalidReward as exc:
         output = _stdout_tail(trial_dir)
-        return _outcome(
+        return verifier_outcome(
             VerifierStatus.INVALID, VERIFIER_RESULT_INVALID, str(exc), started, test_output=output
         )
     except Exception as exc:
         return _failed(exc, sandbox, spec, trial_dir, started)
-    return _outcome(
+    return verifier_outcome(
         VerifierStatus.OK,
         None,
         f"rewards from {spec.verifier.import_path}",
@@ -480,7 +482,7 @@ def run_plugin_verifier(
     Sandbox failures before the class runs are raised (`SANDBOX_ERRORS`).
     """
     separate = spec.verifier.separate
-    _reset_verifier_dirs(container, separate is None or not separate.bundled_tests)
+    reset_verifier_dirs(container, separate is None or not separate.bundled_tests)
     if trial_root is not None:
         return _run(container, spec, deadline, workdir, trial_root, started)
     with tempfile.TemporaryDirectory(prefix="ageval-harbor-trial-") as temporary:

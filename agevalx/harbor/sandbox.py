@@ -220,3 +220,18 @@ def collect_artifacts(
                 raise
             continue  # an entry nested under a link another entry left is not collected
     return collected
+
+
+def reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> str:
+    """Empty /logs/verifier and (when the tests are uploaded) /tests; the shell test.sh runs
+    with (`shell_of`), asked in the same exec."""
+    targets = f"{TESTS} {VERIFIER_LOGS}" if upload_tests else VERIFIER_LOGS
+    command = f"rm -rf {targets} && mkdir -p {targets} && chmod 777 {VERIFIER_LOGS}"
+    result = container.exec(f"{command} && {{ {SHELL_PROBE}; }}", workdir="/", user=ROOT)
+    if result.exit_code != 0:
+        raise EnvironmentFailure(
+            "exec_failed",
+            f"emptying /tests and /logs/verifier failed ({result.exit_code}): "
+            + result.output[-500:],
+        )
+    return "bash" if result.output.strip().endswith("bash") else "sh"

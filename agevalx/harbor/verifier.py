@@ -21,22 +21,23 @@ from agevalx.harbor.outcomes import (
     VERIFIER_FAILED,
     VERIFIER_RESULT_INVALID,
     VERIFIER_SANDBOX_FAILED,
-    VERIFIER_TIMEOUT,
     HealthcheckResult,
     VerifierOutcome,
     VerifierStatus,
+    verifier_outcome,
+    verifier_timeout,
 )
 from agevalx.harbor.rewards import InvalidReward, Rewards, parse_reward_json, parse_reward_text
 from agevalx.harbor.sandbox import (
     AGENT_LOGS,
     ROOT,
     SANDBOX_ERRORS,
-    SHELL_PROBE,
     SOLUTION,
     TESTS,
     VERIFIER_LOGS,
     home_of,
     read_text,
+    reset_verifier_dirs,
     run_shell,
     shell_of,
     tail,
@@ -53,30 +54,6 @@ ORACLE_LOG = f"{AGENT_LOGS}/oracle.txt"
 
 def _workdir(spec: HarborTaskSpec, workdir: str | None) -> str:
     return workdir or spec.workdir or "/"
-
-
-def _outcome(
-    status: VerifierStatus, code: str | None, message: str, started: float, **fields: object
-) -> VerifierOutcome:
-    duration = time.monotonic() - started
-    return VerifierOutcome.model_validate(
-        {"status": status, "code": code, "message": message, "duration_sec": duration, **fields}
-    )
-
-
-def _reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> str:
-    """Empty /logs/verifier and (when the tests are uploaded) /tests; the shell test.sh runs
-    with (`shell_of`), asked in the same exec."""
-    targets = f"{TESTS} {VERIFIER_LOGS}" if upload_tests else VERIFIER_LOGS
-    command = f"rm -rf {targets} && mkdir -p {targets} && chmod 777 {VERIFIER_LOGS}"
-    result = container.exec(f"{command} && {{ {SHELL_PROBE}; }}", workdir="/", user=ROOT)
-    if result.exit_code != 0:
-        raise EnvironmentFailure(
-            "exec_failed",
-            f"emptying /tests and /logs/verifier failed ({result.exit_code}): "
-            + result.output[-500:],
-        )
-    return "bash" if result.output.strip().endswith("bash") else "sh"
 
 
 def _read_rewards(container: AttemptContainer) -> tuple[Rewards, str]:
@@ -100,16 +77,16 @@ def _verify(
     verifier = spec.verifier
     upload = verifier.separate is None or not verifier.separate.bundled_tests
     home = home_of(container, None)
-    shell = _reset_verifier_dirs(container, upload)
+    shell = reset_verifier_dirs(container, upload)
     if upload:
         if not (verifier.tests_dir / "test.sh").is_file():
             message = f"no tests/test.sh in {spec.dir}"
-            return _outcome(VerifierStatus.ERROR, VERIFIER_FAILED, message, started)
+            return verifier_outcome(VerifierStatus.ERROR, VERIFIER_FAILED, message, started)
         container.put_directory(verifier.tests_dir, TESTS)
     container.exec(f"chmod +x {TEST_SCRIPT}", workdir="/", user=ROOT)
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        return _timeout(spec, started, None)
+        return verifier_timeout(spec, started, None)
     environment = {"HOME": home, **spec.environment_env, **verifier.env}
     result = run_shell(
         container,
@@ -121,7 +98,7 @@ def _verify(
     )
     output = tail(read_text(container, TEST_STDOUT))
     if result.timed_out:
-        return _timeout(spec, started, output)
+        return verifier_timeout(spec, started, output)
     try:
         rewards, file = _read_rewards(container)
     except InvalidReward as exc:
@@ -129,7 +106,7 @@ def _verify(
             raise EnvironmentFailure(
                 "container_stopped", "the container stopped while tests/test.sh ran"
             ) from None
-        return _outcome(
+        return verifier_outcome(
             VerifierStatus.INVALID,
             VERIFIER_RESULT_INVALID,
             str(exc),
@@ -137,7 +114,7 @@ def _verify(
             exit_code=result.exit_code,
             test_output=output,
         )
-    return _outcome(
+    return verifier_outcome(
         VerifierStatus.OK,
         None,
         f"rewards from {file}",
@@ -169,22 +146,15 @@ def stopped(
     return False
 
 
-def _timeout(spec: HarborTaskSpec, started: float, output: str | None) -> VerifierOutcome:
-    message = f"verifier timed out after {spec.verifier.timeout_sec:g} seconds"
-    return _outcome(
-        VerifierStatus.TIMEOUT, VERIFIER_TIMEOUT, message, started, test_output=output or ""
-    )
-
-
 def unverifiable(spec: HarborTaskSpec, started: float) -> VerifierOutcome | None:
     """The outcome of a task that is not verified at all: it failed to resolve (ERROR), or the
     job config disables verification (DISABLED); None for a task to verify."""
     if spec.failure is not None:
         failure = spec.failure
-        return _outcome(VerifierStatus.ERROR, failure.code, failure.message, started)
+        return verifier_outcome(VerifierStatus.ERROR, failure.code, failure.message, started)
     if spec.verifier.disabled:
         message = "verification is disabled by the job config"
-        return _outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
+        return verifier_outcome(VerifierStatus.DISABLED, VERIFIER_DISABLED, message, started)
     return None
 
 
@@ -228,7 +198,7 @@ def run_verifier(
         return _verify(container, spec, deadline, _workdir(spec, workdir), started)
     except SANDBOX_ERRORS as exc:
         message = f"the sandbox failed during verification: {exc}"
-        return _outcome(VerifierStatus.FATAL, VERIFIER_SANDBOX_FAILED, message, started)
+        return verifier_outcome(VerifierStatus.FATAL, VERIFIER_SANDBOX_FAILED, message, started)
 
 
 def healthcheck(

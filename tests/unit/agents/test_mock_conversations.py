@@ -22,6 +22,9 @@ from agevalx.agents.mockllm import (
     run_line,
 )
 
+pytestmark = pytest.mark.unit
+
+
 SCRIPT: list[dict[str, Any]] = [
     {"tool_call": {"name": "bash", "arguments": {"command": "{{run}}"}}},
     {"message": "done: {{run}}"},

@@ -16,6 +16,8 @@ from agevalx.gateway.concurrency import (
     Limiter,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def _run(coroutine):  # type: ignore[no-untyped-def]
     return asyncio.run(coroutine)

@@ -54,7 +54,7 @@ class HeldMock(MockLLM):
         super().__init__([*STEPS[: HELD + 1], *STEPS[HELD:]])
         self.holding = threading.Event()
         self.release = threading.Event()
-        self._turns = 0
+        self._held_turns = 0
         self.routes = tuple(
             dataclasses.replace(route, respond=self._holding(route.respond))
             if route.scripted
@@ -66,7 +66,7 @@ class HeldMock(MockLLM):
         def held(request: MockRequest) -> MockResponse:
             if request.reply is not None:
                 with self._lock:
-                    turn, self._turns = self._turns, self._turns + 1
+                    turn, self._held_turns = self._held_turns, self._held_turns + 1
                 if turn == HELD:
                     self.holding.set()
                     self.release.wait(600)

@@ -153,7 +153,27 @@ def evaluate_in(
     """Copy the evaluator in, run it as `user` (root when None) within evaluate_seconds,
     with `environment` added to its variables; return its result document.
 
-    The container must have `runtime` mounted (or be a host whose python3 it is)."""
+    The container must have `runtime` mounted (or be a host whose python3 it is). A container
+    killed or removed from outside meanwhile is `scoring_environment_lost`, whichever step
+    it broke (the copy, the exec, reading the result)."""
+    try:
+        return _evaluate_in(container, task_dir, lock, run, runtime, user, hosts, environment)
+    except EnvironmentFailure as exc:
+        if exc.code == LOST or not _lost(container, None, grace=LOST_GRACE):
+            raise
+        raise _lost_failure(f"{exc.code}: {exc.message}") from None
+
+
+def _evaluate_in(
+    container: AttemptContainer,
+    task_dir: Path,
+    lock: TaskLock,
+    run: RunFacts,
+    runtime: Python,
+    user: str | None,
+    hosts: ScoringHosts | None,
+    environment: dict[str, str] | None,
+) -> dict[str, Any]:
     private = f"/.ageval-eval-{uuid.uuid4().hex}"
     context = _context_document(lock, run, private, runtime)
     files = {
@@ -199,12 +219,7 @@ def evaluate_in(
         if hosts.failure is not None:
             raise hosts.failure
     if _lost(container, result.exit_code):  # killed or removed from outside meanwhile
-        raise EnvironmentFailure(
-            "scoring_environment_lost",
-            "the scoring container stopped or was removed while evaluator.py ran "
-            f"(the evaluator's exec ended with {result.exit_code})",
-            hint="not the agent's fault: ageval run --retry-infra scores the attempt again",
-        )
+        raise _lost_failure(f"the evaluator's exec ended with {result.exit_code}")
     if result.timed_out:
         raise EnvironmentFailure(
             "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
@@ -231,10 +246,23 @@ LOST_GRACE = 3.0
 """Seconds a killed exec's container gets to be seen stopped by the engine."""
 
 
-def _lost(container: AttemptContainer, exit_code: int | None) -> bool:
+LOST = "scoring_environment_lost"
+
+
+def _lost_failure(cause: str) -> EnvironmentFailure:
+    return EnvironmentFailure(
+        LOST,
+        f"the scoring container stopped or was removed while evaluator.py ran ({cause})",
+        hint="not the agent's fault: ageval run --retry-infra scores the attempt again",
+    )
+
+
+def _lost(container: AttemptContainer, exit_code: int | None, grace: float = 0.0) -> bool:
     """Whether the scoring container stopped or went while the evaluator ran. An exec killed
     with its container can end before the engine marks the container stopped: then wait."""
-    deadline = time.monotonic() + (LOST_GRACE if exit_code in KILLED_EXITS else 0.0)
+    if exit_code in KILLED_EXITS:
+        grace = LOST_GRACE
+    deadline = time.monotonic() + grace
     while True:
         if not container.running():
             return container.stopped_from_outside()

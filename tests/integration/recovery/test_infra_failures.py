@@ -38,9 +38,9 @@ def _start(dataset: Path, retries: int) -> subprocess.Popen[str]:
     )
 
 
-def _hit(process: subprocess.Popen[str], kind: str, action: list[str]) -> str:
-    """Once a running container labelled `ageval=<kind>` of `process` appears (and has run a
-    second), apply `docker <action> <id>` to it; its id."""
+def _hit(process: subprocess.Popen[str], kind: str, action: list[str], after: float) -> str:
+    """Once a running container labelled `ageval=<kind>` of `process` appears (and has run
+    `after` seconds), apply `docker <action> <id>` to it; its id."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
         listing = subprocess.run(
@@ -51,7 +51,7 @@ def _hit(process: subprocess.Popen[str], kind: str, action: list[str]) -> str:
             capture_output=True, text=True, check=True,
         ).stdout.split()  # fmt: skip
         if listing:
-            time.sleep(1.5)
+            time.sleep(after)
             subprocess.run(["docker", *action, listing[0]], capture_output=True, check=True)
             return listing[0]
         time.sleep(0.1)
@@ -71,17 +71,19 @@ def _stored(dataset: Path, result: dict[str, Any]) -> dict[str, Any]:
 
 
 FAULTS = {
-    # fault: (solve.sh, evaluator sleep, container kind, docker action, code, stage)
-    "attempt container killed": (SLOW_SOLVE, 0, "attempt", ["kill"], "environment_lost", "run"),
-    "scoring container removed": (
-        SOLVE,
-        5,
-        "scoring",
-        ["rm", "-f"],
-        "scoring_environment_lost",
-        "evaluate",
+    # fault: (solve.sh, evaluator sleep, container kind, docker action, seconds after the
+    # container appears, code, stage)
+    "attempt container killed": (
+        SLOW_SOLVE, 0, "attempt", ["kill"], 1.5, "environment_lost", "run"
     ),
-}
+    "scoring container removed": (
+        SOLVE, 5, "scoring", ["rm", "-f"], 1.5, "scoring_environment_lost", "evaluate"
+    ),
+    # before or while the evaluator is copied in and started: any step it breaks
+    "scoring container killed at once": (
+        SOLVE, 5, "scoring", ["kill"], 0.0, "scoring_environment_lost", "evaluate"
+    ),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("retries", [0, 1])
@@ -89,10 +91,10 @@ FAULTS = {
 def test_a_container_lost_from_outside_is_infrastructure_and_retried(
     tmp_path: Path, docker_engine: object, fault: str, retries: int
 ) -> None:
-    solve, sleep, kind, action, code, stage = FAULTS[fault]
+    solve, sleep, kind, action, after, code, stage = FAULTS[fault]
     dataset = ageval_task(tmp_path / "ds", solve, EVALUATOR.format(sleep=sleep))
     process = _start(dataset, retries)
-    _hit(process, kind, action)
+    _hit(process, kind, action, after)
     ended = _finish(process)
     result = ended["result"]
     if retries == 0:

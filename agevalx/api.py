@@ -48,7 +48,7 @@ def run(
 ) -> RunOutcome:
     """`ageval run`: every attempt of the dataset's tasks (cached ones reused), their
     result.json views and, for a job, summary.json."""
-    from agevalx.operations.run import RunRequest
+    from agevalx.operations.request import RunRequest
     from agevalx.operations.run import run as run_attempts
 
     request = RunRequest(

@@ -20,6 +20,8 @@ echo "== ruff"
 .venv/bin/ruff format --check agevalx tests benchmarks
 echo "== mypy"
 .venv/bin/mypy
+echo "== import cycles (every import, lazy and type-only ones too)"
+.venv/bin/python scripts/import_cycles.py --all
 echo "== unit tests"
 .venv/bin/pytest -q -m unit -n 2
 # Two workers, one test file each at a time; the tests that change engine-wide state (kill

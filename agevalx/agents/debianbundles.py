@@ -31,7 +31,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import unquote
 
-from agevalx.agents.bundles import BundleError, BundleSpec
+from agevalx.agents.bundles import BundleError
+from agevalx.agents.bundlespec import BundleSpec
 
 APT_TIMEOUT = 600.0
 

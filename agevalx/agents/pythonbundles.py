@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from agevalx.agents.bundles import BUILD_TIMEOUT, BundleError, run_step
 
 if TYPE_CHECKING:
-    from agevalx.agents.bundles import BundleSpec
+    from agevalx.agents.bundlespec import BundleSpec
 
 APT_ENV = "AGEVAL_APT_GET"
 """The apt-get program to download Debian's packages with (default: `apt-get` on PATH)."""

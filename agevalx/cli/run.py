@@ -314,7 +314,7 @@ def run(
     """
     from agevalx.lockfile import BindingRequest
     from agevalx.operations.job import JobLimits
-    from agevalx.operations.run import RunRequest
+    from agevalx.operations.request import RunRequest
     from agevalx.operations.run import run as run_attempts
 
     harbor = harbor_options(

@@ -35,7 +35,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from agevalx.agents.bundles import BundleSpec
+from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import Provider, provider_named
 from agevalx.config.profiles import AgentProfile
 from agevalx.errors import AgevalError, UsageError

@@ -6,23 +6,19 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
-from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_leftover_containers
 from agevalx.errors import AgevalError, UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.graph.plan import Plan
 from agevalx.lockfile.binding import BindingRequest
+from agevalx.operations.views import CHECKPOINT_INDEX, CutPoint, activity_records, cut_points
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityRecord
 from agevalx.runner.recovery import process_alive, read_attempt
 
 if TYPE_CHECKING:
-    from agevalx.operations.run import RunRequest
-
-CHECKPOINT_INDEX = "checkpoints/index.json"
+    from agevalx.operations.request import RunRequest
 
 
 def _split(attempt: str) -> tuple[str, int]:
@@ -101,59 +97,6 @@ def mark_resume(planned: Plan, attempt: str) -> None:
     remove_leftover_containers(attempt, keep=previous.container_id if previous else None)
 
 
-class CutPoint(BaseModel):
-    """One checkpoint of a run stage."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    seq: int
-    """The checkpoint record's position in activity.jsonl (what --checkpoint takes)."""
-    step: int | None
-    """The invocation it follows (0-based)."""
-    time: str
-    """When it was taken."""
-    key: str
-    """The checkpoint node's key."""
-    workspace: str
-    """Tree digest of /attempt/workspace."""
-    home: str
-    """Tree digest of /attempt/home."""
-    bytes: int
-    """Size of the two snapshots."""
-
-
-def cut_points(records: list[ActivityRecord]) -> list[CutPoint]:
-    return [
-        CutPoint(
-            seq=record.seq,
-            step=record.invocation,
-            time=record.time,
-            key=str(record.detail["key"]),
-            workspace=str(record.detail["workspace"]),
-            home=str(record.detail["home"]),
-            bytes=int(record.detail.get("bytes", 0)),
-        )
-        for record in records
-        if record.type == "checkpoint"
-    ]
-
-
-def activity_cut_points(activity: bytes) -> list[CutPoint]:
-    """The cut points an activity.jsonl records."""
-    return cut_points(_records(activity))
-
-
-def _records(data: bytes) -> list[ActivityRecord]:
-    return [ActivityRecord.model_validate_json(line) for line in data.splitlines() if line.strip()]
-
-
-def write_checkpoint_index(directory: Path, store: CacheStore, run: ActionManifest) -> None:
-    """--keep-recovery-state: checkpoints/index.json lists the sealed attempt's cut points."""
-    points = cut_points(_records(store.get_bytes(run.outputs["activity"].digest)))
-    document = {"attempt_id": directory.name, "checkpoints": [p.model_dump() for p in points]}
-    atomic_write(directory / CHECKPOINT_INDEX, json.dumps(document, indent=2).encode() + b"\n")
-
-
 def list_checkpoints(dataset: Path, attempt: str) -> list[CutPoint]:
     """The cut points of a kept (or interrupted, not yet sealed) attempt."""
     directory = attempt_dir(dataset, attempt)
@@ -163,7 +106,7 @@ def list_checkpoints(dataset: Path, attempt: str) -> list[CutPoint]:
         return [CutPoint.model_validate(item) for item in document["checkpoints"]]
     activity = directory / "activity.jsonl"
     if activity.is_file() and not (directory / "result.json").exists():
-        return cut_points(_records(activity.read_bytes()))
+        return cut_points(activity_records(activity.read_bytes()))
     raise AgevalError(
         "no_recovery_state",
         f"attempt {attempt} kept no recovery state",
@@ -187,7 +130,7 @@ def fork_origin(request: RunRequest) -> tuple[dict[str, str], list[ActivityRecor
             field="--fork",
             hint="fork attempts that ran with --keep-recovery-state",
         )
-    records = _records(source.read_bytes())
+    records = activity_records(source.read_bytes())
     index = next(
         (
             i

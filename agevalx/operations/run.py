@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -19,33 +18,30 @@ from agevalx.environments.container import remove_session_containers
 from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
-from agevalx.fsutil import atomic_write, make_dirs, write_if_changed
+from agevalx.fsutil import atomic_write, write_if_changed
 from agevalx.gateway.budget import JOB_LIMIT, JobBudget
-from agevalx.gateway.recording import JUDGE_TRAFFIC
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.hashing import digest_json
 from agevalx.images.build import revalidate_images
-from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.node import write_lock_view
-from agevalx.operations.job import JobLimits, admission, continue_interrupted, retry_policy
+from agevalx.operations.job import admission, continue_interrupted, retry_policy
 from agevalx.operations.lineage import fork_branch, record_branch
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
 from agevalx.operations.recovery import (
-    CHECKPOINT_INDEX,
     check_resumable,
     fork_origin,
     mark_resume,
     record_profiles,
     resumed_container,
     source_binding,
-    write_checkpoint_index,
 )
+from agevalx.operations.request import RunRequest
 from agevalx.operations.share import checkpoint_keys, record_job
+from agevalx.operations.views import CHECKPOINT_INDEX, write_attempt_views, write_checkpoint_index
 from agevalx.results.build import (
-    DIAGNOSTICS_FILE,
     attempt_result,
     attempts_of,
     diagnostics_text,
@@ -59,37 +55,8 @@ from agevalx.runner.recovery import read_attempt
 if TYPE_CHECKING:
     from agevalx.cluster.dispatch import Cluster
     from agevalx.gateway.server import Gateway
-    from agevalx.harbor.options import HarborOptions
 
 SAMPLE_FILE = ".ageval/sample"
-ARTIFACTS_DIR = "artifacts"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What `ageval run` was asked."""
-
-    dataset: Path | None
-    """The dataset directory; `None` for a Harbor job config that lists its own tasks."""
-    tasks: tuple[str, ...] = ()
-    k: int = 1
-    binding: BindingRequest = field(default_factory=BindingRequest)
-    fresh: bool = False
-    workers: int | None = None
-    resume: str | None = None
-    """Continue this interrupted attempt (keeping its id)."""
-    keep_recovery_state: bool = False
-    """Keep checkpoints/ (the cut points) after the attempt is sealed."""
-    fork: str | None = None
-    """Start a new attempt from a cut point of this (kept) attempt."""
-    checkpoint: int | None = None
-    """With fork: the cut point's seq (see `ageval checkpoints`)."""
-    harbor: HarborOptions | None = None
-    """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
-    cluster: str | None = None
-    """Run the Docker nodes on this Ray cluster (any address `ray.init` takes)."""
-    limits: JobLimits = field(default_factory=JobLimits)
-    """Retries of infrastructure failures, spend limits, how infrastructure failures count."""
 
 
 @dataclass
@@ -137,52 +104,6 @@ def _sample(dataset: Path, fresh: bool) -> int:
         current += 1
         atomic_write(path, f"{current}\n".encode())
     return current
-
-
-def write_attempt_views(
-    root: Path,
-    store: CacheStore,
-    result: AttemptResult,
-    run: ActionManifest | None,
-    diagnostics: str | None = None,
-    evaluation: ActionManifest | None = None,
-) -> None:
-    """`.ageval/runs/<attempt_id>/`: result.json, activity and transcript, model traffic,
-    artifacts; the evaluation's judge traffic (judge-model.jsonl) from its cached outputs."""
-    directory = make_dirs(attempt_dir(root, result.attempt_id))
-    if evaluation is not None:
-        judge = evaluation.outputs.get("judge_model")
-        traffic = store.get_bytes(judge.digest) if judge is not None else b""
-        if traffic:
-            write_if_changed(directory / JUDGE_TRAFFIC, traffic)
-        else:  # no judge was called: no file (nor an earlier evaluation's)
-            (directory / JUDGE_TRAFFIC).unlink(missing_ok=True)
-    if run is not None:
-        views = (
-            ("activity", "activity.jsonl"),
-            ("transcript", "transcript.jsonl"),
-            ("model", "model.jsonl"),
-        )
-        for output, name in views:
-            if output not in run.outputs:
-                continue
-            data = store.get_bytes(run.outputs[output].digest)
-            if data or output != "model":  # no model.jsonl for a run without model traffic
-                write_if_changed(directory / name, data)
-        _write_artifacts(store, run, directory / ARTIFACTS_DIR)
-    if diagnostics is not None and result.status == "ERROR":
-        target = make_dirs(directory / ARTIFACTS_DIR) / DIAGNOSTICS_FILE
-        write_if_changed(target, diagnostics.encode("utf-8", "replace"))
-    write_if_changed(directory / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
-
-
-def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> None:
-    """`artifacts/`: what the task's format collected after the run stage (left out when it
-    collected nothing)."""
-    output = run.outputs.get("artifacts")
-    shutil.rmtree(target, ignore_errors=True)
-    if output is not None and store.get_tree(output.digest).entries:
-        store.restore_tree(output.digest, target)
 
 
 def run(

@@ -32,6 +32,11 @@ from agevalx.cache.transfer import TransferProgress, TransferReport, pull, push
 from agevalx.errors import UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.hashing import digest_json
+from agevalx.operations.views import (
+    activity_cut_points,
+    write_attempt_views,
+    write_checkpoint_index,
+)
 from agevalx.results.models import AttemptResult, JobSummary
 from agevalx.results.paths import attempt_dir, suite_dir
 from agevalx.results.records import FINISHED, JobRecord
@@ -206,9 +211,6 @@ def pull_jobs(
 def write_job_views(dataset: Path, store: CacheStore, record: JobRecord) -> list[str]:
     """Write `.ageval/runs/<attempt>/` (result.json, activity and transcript, artifacts,
     checkpoint index) and `.ageval/suite-runs/<job>/summary.json` from the cache."""
-    from agevalx.operations.recovery import write_checkpoint_index
-    from agevalx.operations.run import write_attempt_views
-
     written = []
     for result in record.results:
         run_ref = next((n for n in result.nodes if n.kind == "run" and n.outcome in FINISHED), None)
@@ -230,8 +232,6 @@ def write_job_views(dataset: Path, store: CacheStore, record: JobRecord) -> list
 
 def checkpoint_keys(store: CacheStore, run: ActionManifest | None) -> list[str]:
     """The keys of the checkpoint nodes a run's activity records (its cut points)."""
-    from agevalx.operations.recovery import activity_cut_points
-
     if run is None or "activity" not in run.outputs:
         return []
     activity = store.get_bytes(run.outputs["activity"].digest)

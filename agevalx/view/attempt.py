@@ -19,8 +19,8 @@ from agevalx.cache.manifest import TreeManifest
 from agevalx.cache.store import CacheStore
 from agevalx.hashing import digest_file
 from agevalx.lockfile.node import lock_path
-from agevalx.operations.recovery import CutPoint, cut_points
 from agevalx.operations.replay import read_source
+from agevalx.operations.views import CutPoint, cut_points
 from agevalx.results.models import AttemptResult
 from agevalx.results.paths import attempt_dir
 from agevalx.runner.activity import ActivityJournal, ActivityRecord

@@ -33,6 +33,7 @@ from agevalx.agents import bundles
 from agevalx.agents.acp.recording import Recorder
 from agevalx.agents.acp.sandbox import LocalSandbox, Sandbox, staging_dir
 from agevalx.agents.base import AgentError, Invocation
+from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import AgentDef, AgentSetup, provider_named
 
 HOST_ALIAS = "host.docker.internal"
@@ -162,7 +163,7 @@ class _Located:
     cleanups: list[Cleanup] = field(default_factory=list)
 
 
-async def _locate(sandbox: Sandbox, invocation: Invocation, spec: bundles.BundleSpec) -> _Located:
+async def _locate(sandbox: Sandbox, invocation: Invocation, spec: BundleSpec) -> _Located:
     if isinstance(sandbox, LocalSandbox):
         bundle = await _ensure(spec)
         return _Located(str(bundle.path), "host", bundle.key)
@@ -184,7 +185,7 @@ async def _locate(sandbox: Sandbox, invocation: Invocation, spec: bundles.Bundle
     return located
 
 
-async def _ensure(spec: bundles.BundleSpec, platform: str | None = None) -> bundles.Bundle:
+async def _ensure(spec: BundleSpec, platform: str | None = None) -> bundles.Bundle:
     try:
         return await asyncio.to_thread(bundles.ensure_bundle, spec.name, platform=platform)
     except bundles.BundleError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agevalx.agents.bundles import BundleSpec
+from agevalx.agents.bundlespec import BundleSpec
 
 Api = Literal["openai-chat", "openai-responses", "anthropic-messages", "gemini"]
 """The model APIs the gateway relays and the mock model serves."""

@@ -38,7 +38,7 @@ turn is answered (`stop="kill"`), which never lets it do that and costs no grace
 from __future__ import annotations
 
 from agevalx.agents.base import AgentError
-from agevalx.agents.bundles import BundleSpec
+from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import AgentConfig, AgentDef, AgentSetup
 
 ADAPTER = "@zed-industries/claude-code-acp"

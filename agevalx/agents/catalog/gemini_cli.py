@@ -24,7 +24,7 @@ import json
 import posixpath
 from typing import Any
 
-from agevalx.agents.bundles import BundleSpec
+from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import AgentConfig, AgentDef, AgentSetup
 
 NO_KEY = "ageval-no-key"

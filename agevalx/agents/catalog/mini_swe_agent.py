@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agevalx.agents import minisweagent_acp
-from agevalx.agents.bundles import BundleSpec
+from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import AgentConfig, AgentDef, AgentSetup
 from agevalx.agents.pythonbundles import LAUNCHER
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agevalx.agents.base import AgentError
-from agevalx.agents.bundles import BundleSpec
+from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import AgentConfig, AgentDef, AgentSetup
 
 API_KEY_VARIABLE = "AGEVAL_API_KEY"

@@ -19,7 +19,7 @@ from agevalx.cli.run import _recap
 from agevalx.environments.container import ATTEMPT_LABEL
 from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
-from agevalx.operations.run import RunRequest
+from agevalx.operations.request import RunRequest
 from agevalx.operations.run import run as run_attempts
 from tests.integration.engine_events import EVENTS
 

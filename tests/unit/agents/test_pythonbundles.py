@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agevalx.agents import bundles, pythonbundles
-from agevalx.agents.bundles import BundleError, BundleSpec
+from agevalx.agents.bundles import BundleError
+from agevalx.agents.bundlespec import BundleSpec
 
 pytestmark = pytest.mark.unit
 

@@ -156,6 +156,7 @@ _TASK = {
     "invalid_yaml": "a config file is not valid YAML",
     "job_not_found": "the cache holds no job of that dataset or id",
     "k_too_large": "-k asks for more attempts per task than allowed",
+    "lint_errors": "ageval run refused a job whose tasks have lint errors (--no-lint runs it)",
     "lint_not_a_dataset": "ageval lint was given a directory of neither task format",
     "missing_dockerfile": "environment: docker needs environment/Dockerfile",
     "missing_evaluator": "the task has no evaluator.py",

@@ -298,6 +298,14 @@ def run(
             show_default=False,
         ),
     ] = None,
+    no_lint: Annotated[
+        bool,
+        typer.Option(
+            "--no-lint",
+            help="Run the tasks even when `ageval lint` finds errors in them (by default the "
+            "job is refused before anything is built; see docs/lint.md).",
+        ),
+    ] = False,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -338,6 +346,7 @@ def run(
         checkpoint=checkpoint,
         harbor=harbor,
         cluster=cluster or None,
+        lint=not no_lint,
         limits=JobLimits(
             retry_infra=retry_infra,
             count_infra_as_fail=count_infra_as_fail,

@@ -37,5 +37,7 @@ class RunRequest:
     """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
     cluster: str | None = None
     """Run the Docker nodes on this Ray cluster (any address `ray.init` takes)."""
+    lint: bool = True
+    """Run lint's error-level checks over the planned tasks first (`--no-lint`: not)."""
     limits: JobLimits = field(default_factory=JobLimits)
     """Retries of infrastructure failures, spend limits, how infrastructure failures count."""

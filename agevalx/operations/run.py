@@ -26,6 +26,7 @@ from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.hashing import digest_json
 from agevalx.images.build import revalidate_images
+from agevalx.lint.gate import lint_before_run
 from agevalx.lockfile.node import write_lock_view
 from agevalx.operations.job import admission, continue_interrupted, retry_policy
 from agevalx.operations.lineage import fork_branch, record_branch
@@ -210,6 +211,7 @@ def _run(
     if dataset.attempt_strategy() == "pass" and request.k > 1 and not (attempts or origin):
         return _run_until_passed(plan_request, request, store, callbacks, dataset)
     planned = plan(plan_request, store, dataset)
+    _lint(planned, request, store)
     if origin is not None:
         for node in planned.nodes():
             if node.kind == "run":
@@ -226,6 +228,12 @@ def _run(
     outcome = _write_views(planned, store, report, request, callbacks)
     outcome.continued = continued
     return outcome
+
+
+def _lint(planned: Plan, request: RunRequest, store: CacheStore) -> None:
+    """Lint's error-level checks over the planned tasks, before anything is built or paid."""
+    if request.lint and request.dataset is not None:
+        lint_before_run(planned, store, planned.dataset.root)
 
 
 @dataclass(frozen=True)
@@ -376,6 +384,8 @@ def _run_until_passed(
     pending = plan_request.tasks
     for attempt in range(request.k):
         planned = plan(replace(plan_request, tasks=pending, attempts=(attempt,)), store, dataset)
+        if first is None:
+            _lint(planned, request, store)
         first = first or planned
         report = _execute(planned, request, store, callbacks)
         for item in report.nodes:  # lock and image are planned in every round: count once

@@ -43,7 +43,13 @@ def test_a_non_ascii_ageval_task_id_runs_scores_and_replays(
     copy_dataset, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dataset = copy_dataset(HOSTILE / "ageval")
-    code, document = run_json(capsys, str(dataset), "--task", "täsk-ü", "--keep-recovery-state")
+    # lint calls the id not portable: the run is refused before anything is built ...
+    code, document = run_json(capsys, str(dataset), "--task", "täsk-ü")
+    assert (code, document["error"]["code"]) == (1, "lint_errors"), document
+    assert "task_id_not_portable" in document["error"]["message"]
+    # ... unless the user runs it anyway
+    args = ("--task", "täsk-ü", "--keep-recovery-state", "--no-lint")
+    code, document = run_json(capsys, str(dataset), *args)
     assert code == 0, document
     (result,) = document["results"]
     assert (result["status"], result["task_id"]) == ("PASS", "täsk-ü")
@@ -58,7 +64,7 @@ def test_a_non_ascii_harbor_task_name_runs_to_pass(
     copy_dataset, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dataset = copy_dataset(HOSTILE / "harbor-names")
-    code, document = run_json(capsys, str(dataset), "--agent", "oracle")
+    code, document = run_json(capsys, str(dataset), "--agent", "oracle", "--no-lint")
     assert code == 0, document
     (result,) = document["results"]
     assert (result["status"], result["task_id"], result["score"]) == ("PASS", "täsk-ü", 1.0)

@@ -26,10 +26,10 @@ from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.hashing import digest_json
 from agevalx.images.build import revalidate_images
-from agevalx.lint.gate import lint_before_run
 from agevalx.lockfile.node import write_lock_view
 from agevalx.operations.job import admission, continue_interrupted, retry_policy
 from agevalx.operations.lineage import fork_branch, record_branch
+from agevalx.operations.lintgate import lint_before_run
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
 from agevalx.operations.recovery import (
     check_resumable,

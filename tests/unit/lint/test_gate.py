@@ -9,8 +9,8 @@ import pytest
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import ConfigError
-from agevalx.lint.gate import LINT_KIND, gate_key, lint_before_run
 from agevalx.lockfile import BindingRequest
+from agevalx.operations.lintgate import LINT_KIND, gate_key, lint_before_run
 from agevalx.operations.planning import PlanRequest, plan
 from tests.unit.graph.conftest import write_dataset
 

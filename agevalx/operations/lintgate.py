@@ -11,15 +11,17 @@ runs it anyway and stores nothing either.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.errors import ConfigError
 from agevalx.graph.plan import Plan
 from agevalx.hashing import canonical_json, digest_json
-from agevalx.lint.linter import lint_dataset
-from agevalx.lint.report import Finding
 from agevalx.lockfile.node import planned_lock
+
+if TYPE_CHECKING:
+    from agevalx.lint.report import Finding
 
 LINT_KIND = "lint"
 GATE_VERSION = 1
@@ -39,6 +41,10 @@ def lint_before_run(plan: Plan, store: CacheStore, root: Path) -> list[str]:
     pending = [task for task, key in keys.items() if store.get_action(LINT_KIND, key) is None]
     if not pending:
         return []
+    # the checks read both formats (Harbor's reader among them): imported only when a task
+    # is checked, so a job whose tasks all passed before loads none of them
+    from agevalx.lint.linter import lint_dataset
+
     try:
         report = lint_dataset(root, tasks=pending, severity="error")
     except ConfigError as exc:

@@ -298,6 +298,14 @@ def run(
             show_default=False,
         ),
     ] = None,
+    trust_run_py: Annotated[
+        bool,
+        typer.Option(
+            "--trust-run-py",
+            help="Run the tasks' run.py in the ageval process, with your rights, instead of in "
+            "its sandbox container (faster; only for datasets you trust, see docs/security.md).",
+        ),
+    ] = False,
     no_lint: Annotated[
         bool,
         typer.Option(
@@ -347,6 +355,7 @@ def run(
         harbor=harbor,
         cluster=cluster or None,
         lint=not no_lint,
+        trust_run_py=trust_run_py,
         limits=JobLimits(
             retry_infra=retry_infra,
             count_infra_as_fail=count_infra_as_fail,

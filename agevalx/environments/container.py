@@ -81,6 +81,13 @@ class ContainerSpec:
     """Make /attempt/workspace, /attempt/home and /attempt/.ageval as the container starts
     (one exec); off for a container whose commands make what they need themselves (a
     container with a `user` always gets them, owned by that user)."""
+    hardened: bool = False
+    """No capabilities, no privilege gain (setuid), a read-only root filesystem (with
+    `tmpfs_mb`, /tmp is writable) and at most `HARDENED_PIDS` processes: for a container that
+    runs a dataset's code on ageval's behalf (run.py's harness)."""
+
+
+HARDENED_PIDS = 512
 
 
 def container_name(name_hint: str) -> str:
@@ -138,6 +145,11 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         arguments["platform"] = spec.platform
     if spec.mounts:
         arguments["volumes"] = {host: {"bind": path, "mode": "ro"} for host, path in spec.mounts}
+    if spec.hardened:
+        arguments["cap_drop"] = ["ALL"]
+        arguments["security_opt"] = ["no-new-privileges"]
+        arguments["read_only"] = True
+        arguments["pids_limit"] = HARDENED_PIDS
     return arguments
 
 

@@ -89,7 +89,7 @@ class EvaluatorRuntime:
         return {"PYTHONHOME": MOUNT, "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
 
 
-def _source_image() -> tuple[str, str]:
+def source_image() -> tuple[str, str]:
     """The first source image present (or pullable) and its id."""
     for reference in SOURCE_IMAGES:
         found = _image_id(reference)
@@ -126,7 +126,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def evaluator_runtime(cache_dir: Path | None = None) -> EvaluatorRuntime:
     """The runtime, extracted on first use (once per source image and machine)."""
-    source, image_id = _source_image()
+    source, image_id = source_image()
     key = digest_json({"layout": LAYOUT, "image": image_id})
     root = bundles_dir(cache_dir) / f"evaluator-python-{key}"
     marker = root / MARKER

@@ -172,6 +172,9 @@ class AgevalRuntime(TaskRuntime):
 
         return WORKSPACE
 
+    def run_py(self) -> Path | None:
+        return self.task_dir / "run.py" if self.lock.features.run_py else None
+
     def run_body(self) -> RunBody:
         if self.lock.features.run_py:
             return _load_run_py(self.task_dir)

@@ -114,6 +114,11 @@ class TaskRuntime(ABC):
         """run.py's `run`, or the default run: one invocation of the single role with the
         task's prompt."""
 
+    def run_py(self) -> Path | None:
+        """The task's own run.py (code from the dataset), which ageval runs in a sandbox
+        unless trusted; None when the format runs its default body (ageval's own code)."""
+        return None
+
     def wall_time_seconds(self) -> float:
         """The run stage's wall clock."""
         return float(self.lock.task.limits.wall_time_seconds)

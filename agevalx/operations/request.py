@@ -37,6 +37,9 @@ class RunRequest:
     """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
     cluster: str | None = None
     """Run the Docker nodes on this Ray cluster (any address `ray.init` takes)."""
+    trust_run_py: bool = False
+    """Run a task's run.py in the ageval process (`--trust-run-py`) instead of its sandbox,
+    a harness container with no host access (`agevalx.runner.sandbox`)."""
     lint: bool = True
     """Run lint's error-level checks over the planned tasks first (`--no-lint`: not)."""
     limits: JobLimits = field(default_factory=JobLimits)

@@ -216,9 +216,7 @@ def _run(
         for node in planned.nodes():
             if node.kind == "run":
                 node.payload["fork"] = {**origin, "records": inherited}
-    for node in planned.nodes():
-        if node.kind == "run" and request.keep_recovery_state:
-            node.payload["keep_recovery_state"] = True
+    _mark_runs(planned, request)
     continued: list[str] = []
     if request.resume:
         mark_resume(planned, request.resume)
@@ -228,6 +226,15 @@ def _run(
     outcome = _write_views(planned, store, report, request, callbacks)
     outcome.continued = continued
     return outcome
+
+
+def _mark_runs(planned: Plan, request: RunRequest) -> None:
+    """What the run nodes' executor reads of the request beside their keys."""
+    for node in planned.nodes():
+        if node.kind == "run":
+            node.payload["run_py"] = "trusted" if request.trust_run_py else "sandbox"
+            if request.keep_recovery_state:
+                node.payload["keep_recovery_state"] = True
 
 
 def _lint(planned: Plan, request: RunRequest, store: CacheStore) -> None:
@@ -386,6 +393,7 @@ def _run_until_passed(
         planned = plan(replace(plan_request, tasks=pending, attempts=(attempt,)), store, dataset)
         if first is None:
             _lint(planned, request, store)
+        _mark_runs(planned, request)
         first = first or planned
         report = _execute(planned, request, store, callbacks)
         for item in report.nodes:  # lock and image are planned in every round: count once

@@ -428,6 +428,16 @@ def _check_alive(
     )
 
 
+def _run_body(state: _RunState) -> Any:
+    """run.py in its harness container (`runner.sandbox`), unless the job trusts it or the
+    format runs its own default body."""
+    if state.runtime.run_py() is None or state.node.payload.get("run_py") != "sandbox":
+        return state.runtime.run_body()
+    from agevalx.runner.sandbox import sandboxed_run
+
+    return sandboxed_run(state.task_dir, attempt_id(state.node))
+
+
 def run_stage(state: _RunState) -> str | None:
     """Execute the run body within the wall time; returns the exhausted quota's key, if any."""
     ctx = RunContext(
@@ -441,7 +451,7 @@ def run_stage(state: _RunState) -> str | None:
         replayer=state.replayer,
         workdir=state.workdir,
     )
-    body = state.runtime.run_body()
+    body = _run_body(state)
     outcome: dict[str, BaseException] = {}
 
     def target() -> None:

@@ -239,9 +239,12 @@ def test_a_resume_reattaches_the_dead_owners_container(copy_dataset, tmp_path, c
     document = json.loads(capsys.readouterr().out)
     assert code == 0 and document["results"][0]["status"] == "PASS", document
     # the resumed container was adopted; only the placeholder of the killed run's scoring
-    # network (`environments.standby`) was left to reap
+    # network (`environments.standby`) and its run.py harness (`runner.sandbox`: the resume
+    # starts its own) were left to reap
     reaped = document["reaped"]["containers"]
-    assert all(name.startswith("ageval-eval-network-") for name in reaped), reaped
+    assert all(
+        name.startswith("ageval-eval-network-") or f"{attempt}-run-py-" in name for name in reaped
+    ), reaped
     after = json.loads((dataset / ".ageval/runs" / attempt / "attempt.json").read_text())
     assert after["container_id"] == before["container_id"]  # re-attached, not rebuilt
     assert labelled(dataset) == []

@@ -1,5 +1,6 @@
-"""What a real `ageval run` process imports: a fresh oracle attempt of an ageval dataset
-loads neither the ACP SDK nor aiohttp, rich, the reports or the Harbor format; a scripted ACP
+"""What a real `ageval run` process imports: a fresh oracle attempt of an ageval dataset whose
+task passed lint before loads neither the ACP SDK nor aiohttp, rich, the reports, the lint
+checks or the Harbor format; a scripted ACP
 attempt loads the SDK (on the prefetch thread) and passes as before."""
 
 from __future__ import annotations
@@ -44,8 +45,13 @@ def test_a_fresh_oracle_attempt_imports_no_acp_gateway_server_rich_or_harbor(
     copy_dataset, tmp_path: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
+    # The first run of these files lints the task (both formats' checks, Harbor's reader among
+    # them); the task passed, so a fresh attempt of the same files lints nothing.
+    first = run_probe(tmp_path / "cache", str(dataset), "--task", "echo-pass")
+    assert first["code"] == 0 and "agevalx.lint.linter" in first["modules"], first["run"]
     probe = run_probe(tmp_path / "cache", str(dataset), "--task", "echo-pass", "--fresh")
     assert probe["code"] == 0, probe["run"]
+    assert "agevalx.lint.linter" not in probe["modules"]
     assert probe["run"]["results"][0]["status"] == "PASS"
     assert probe["run"]["counts"]["computed"] >= 2  # the run and evaluate nodes did execute
     assert "agevalx.agents.oracle" in probe["modules"]

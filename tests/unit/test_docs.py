@@ -11,8 +11,10 @@ pytestmark = pytest.mark.unit
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def test_the_datasets_page_says_run_py_is_trusted_host_code() -> None:
+def test_the_datasets_page_says_run_py_is_sandboxed_unless_trusted() -> None:
     text = (DOCS / "datasets-and-tasks.md").read_text(encoding="utf-8")
     section = text.split("## run.py", 1)[1].split("\n## ", 1)[0]
-    assert "**run.py is trusted host code.**" in section
-    assert "on the host" in section and "nothing sandboxes it" in section
+    assert "**run.py runs in a sandbox.**" in section
+    assert (
+        "--trust-run-py" in section and "**dangerous with a dataset you did not write**" in section
+    )

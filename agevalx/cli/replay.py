@@ -42,6 +42,14 @@ def replay(
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,
+    trust_run_py: Annotated[
+        bool,
+        typer.Option(
+            "--trust-run-py",
+            help="With --model-traffic: run the task's run.py in the ageval process instead of "
+            "its sandbox container (only for datasets you trust, see docs/security.md).",
+        ),
+    ] = False,
     cache_dir: CacheDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -69,6 +77,7 @@ def replay(
             fresh=fresh,
             binding=binding,
             model_traffic=model_traffic,
+            trust_run_py=trust_run_py,
         )
     report = outcome.report
     if as_json:

@@ -385,11 +385,13 @@ def replay(
     fresh: bool = False,
     binding: BindingRequest | None = None,
     model_traffic: bool = False,
+    trust_run_py: bool = False,
 ) -> ReplayOutcome:
     """Replay `attempt` of `dataset` (or reuse the cached replay); see the module docstring.
 
     `fresh` re-executes it even when the cache holds it, replacing the cached entry. The
-    agents are bound as `binding` says, else as the source attempt's lock recorded.
+    agents are bound as `binding` says, else as the source attempt's lock recorded. With
+    `model_traffic`, run.py runs again: in its sandbox, unless `trust_run_py`.
     """
     source = read_source(dataset, attempt)
     reaped = reap_orphans()
@@ -403,6 +405,7 @@ def replay(
     planned = plan(request, store)
     revalidate_images(planned)
     node = replay_node(planned, source, evaluate, store, model_traffic)
+    node.payload["run_py"] = "trusted" if trust_run_py else "sandbox"
     if fresh:
         node.status, node.action = "miss", None
     planned.graph.add_node(node.id, node=node)
@@ -567,7 +570,7 @@ def _rerun_agent(
         replay,
         kind="run",
         attempt=_source_attempt_number(source.attempt),
-        payload={"model_traffic": traffic},
+        payload={"model_traffic": traffic, "run_py": replay.payload.get("run_py")},
     )
     try:
         result: NodeResult | None = execute_run(run, context)

@@ -429,9 +429,10 @@ def _check_alive(
 
 
 def _run_body(state: _RunState) -> Any:
-    """run.py in its harness container (`runner.sandbox`), unless the job trusts it or the
-    format runs its own default body."""
-    if state.runtime.run_py() is None or state.node.payload.get("run_py") != "sandbox":
+    """run.py in its harness container (`runner.sandbox`), unless the job trusts it
+    (`--trust-run-py`) or the format runs its own default body. Whatever plans a run node
+    without saying (a replay, a fork's branch) gets the sandbox."""
+    if state.runtime.run_py() is None or state.node.payload.get("run_py") == "trusted":
         return state.runtime.run_body()
     from agevalx.runner.sandbox import sandboxed_run
 

@@ -306,7 +306,26 @@ class AttemptContainer:
             raise EnvironmentFailure("copy_failed", f"cannot copy into {parent}: {exc}") from None
 
     def get_directory(self, path: str, destination: Path) -> None:
-        """Copy a container directory's content into `destination`."""
+        """Copy a container directory's content into `destination`. A file that a process
+        still running in the container (an agent's daemon) truncates while the engine
+        archives it cuts the archive short: the copy is then taken again with the container's
+        processes frozen (`docker pause`), which nothing inside can outrun."""
+        try:
+            self._copy_directory(path, destination)
+        except tarfile.ReadError:
+            try:
+                self._container.pause()
+            except docker.errors.APIError as exc:
+                raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {exc}") from None
+            try:  # the next copy overwrites what the cut one wrote
+                self._copy_directory(path, destination)
+            except tarfile.ReadError as exc:
+                raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {exc}") from None
+            finally:
+                with contextlib.suppress(docker.errors.APIError):
+                    self._container.unpause()
+
+    def _copy_directory(self, path: str, destination: Path) -> None:
         try:
             chunks, _ = self._container.get_archive(path)
         except docker.errors.NotFound:

@@ -421,6 +421,17 @@ class AttemptContainer:
         names = str(labels.get(UNSET_LABEL) or "").split()
         return tuple(name for name in names if ENV_NAME.fullmatch(name))
 
+    def lost(self, grace: float = 0.0) -> bool:
+        """Whether this container stopped or went from outside (`stopped_from_outside`). A
+        process killed with its container can report before the engine marks the container
+        stopped: a running container gets `grace` seconds to be seen stopped."""
+        deadline = time.monotonic() + grace
+        while self.running():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return self.stopped_from_outside()
+
     def stopped_from_outside(self) -> bool:
         """Whether this (no longer running) container was removed, SIGKILLed or OOM-killed:
         nothing inside it can do that to its init (the kernel ignores a SIGKILL sent to a

@@ -258,17 +258,9 @@ def _lost_failure(cause: str) -> EnvironmentFailure:
 
 
 def _lost(container: AttemptContainer, exit_code: int | None, grace: float = 0.0) -> bool:
-    """Whether the scoring container stopped or went while the evaluator ran. An exec killed
-    with its container can end before the engine marks the container stopped: then wait."""
-    if exit_code in KILLED_EXITS:
-        grace = LOST_GRACE
-    deadline = time.monotonic() + grace
-    while True:
-        if not container.running():
-            return container.stopped_from_outside()
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
+    """Whether the scoring container stopped or went while the evaluator ran; an exec that
+    ended as killed gives it `LOST_GRACE` to be seen stopped."""
+    return container.lost(LOST_GRACE if exit_code in KILLED_EXITS else grace)
 
 
 def evaluation_archive(private: str, task_dir: Path, files: dict[str, tuple[bytes, int]]) -> bytes:

@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,8 @@ MAX_LINE = 64 << 20
 STDERR_TAIL = 4000
 """Characters of run.py's output (its prints) kept for an error's hint."""
 STDOUT, STDERR = 1, 2
+LOST_GRACE = 3.0
+"""Seconds a harness that ended without a result gets to be seen stopped by the engine."""
 
 
 def sandboxed_run(task_dir: Path, attempt: str) -> Any:
@@ -107,7 +108,7 @@ class _Harness:
                 with contextlib.suppress(OSError):
                     raw.close()
             exit_code = container.exit_code_of(exec_id) if self.done is None else 0
-            lost = self.done is None and not self.ctx.closed and _gone(container)
+            lost = self.done is None and not self.ctx.closed and container.lost(LOST_GRACE)
         finally:
             container.remove()
         self._end(exit_code, lost)
@@ -239,12 +240,3 @@ def _text(request: dict[str, Any], name: str) -> str:
 
 def _refusal(message: str) -> dict[str, Any]:
     return {"kind": "ageval", "code": "run_py_request_invalid", "message": message}
-
-
-def _gone(container: AttemptContainer) -> bool:
-    deadline = time.monotonic() + 3.0
-    while container.running():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
-    return container.stopped_from_outside()

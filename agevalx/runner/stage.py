@@ -412,13 +412,8 @@ def _check_alive(
     outside (ageval stops it only after the run stage), whatever the agent then said."""
     # an agent cut off by its container's kill can report before the engine marks the
     # container stopped: give an error's cause a moment to show
-    deadline = time.monotonic() + (LOST_GRACE if cause is not None or killed else 0.0)
-    while container.running():
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(0.1)
-    if not container.stopped_from_outside():  # the agent stopped it: the attempt counts
-        return
+    if not container.lost(LOST_GRACE if cause is not None or killed else 0.0):
+        return  # running, or the agent stopped it: the attempt counts
     raise AgevalError(
         LOST,
         "the attempt container stopped or was removed while the run stage ran"

@@ -10,7 +10,8 @@ the same server-sent events). The first request that does not match, or that com
 role's last recorded one, is the divergence: the agent gets an error response carrying its
 code, and every later request of the attempt gets the same.
 
-Some agents write values into their requests that no replay can reproduce: the process id of
+Some agents write values into their requests that no replay can reproduce: the order in which
+Gemini CLI read its skills' files, the process id of
 a command they ran (Gemini CLI's and Qwen Code's shell tool report `Process Group PGID: N`),
 the chunk id and wall time heading a command's output and the day (codex), the date
 (opencode, OpenClaw), the time, session ids and the hostname (OpenClaw; terminus-2's shell
@@ -31,6 +32,7 @@ import contextlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -72,8 +74,20 @@ class ModelDivergence(BaseModel):
     with both values (shortened)."""
 
 
-VOLATILE = (
+def _skills_sorted(found: re.Match[str]) -> str:
+    """Gemini CLI's `<available_skills>` block with its `<skill>` elements in name order."""
+    skills = re.findall(r"<skill>.*?</skill>", found.group(2), flags=re.DOTALL)
+    return found.group(1) + "\n".join(sorted(skills)) + found.group(3)
+
+
+VOLATILE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
+    # Gemini CLI lists its built-in skills in the order their files were read, concurrently:
+    # the same skills come in another order from run to run.
+    (
+        re.compile(r"(<available_skills>\s*)(.*?)(\s*</available_skills>)", re.DOTALL),
+        _skills_sorted,
+    ),
     (re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE), r"\1: ..."),
     (re.compile(r"<current_date>[^<]*</current_date>"), "<current_date>...</current_date>"),
     # opencode's system prompt: "Today's date: Thu Dec 03 2026".
@@ -154,7 +168,29 @@ def first_difference(expected: Any, actual: Any, pointer: str = "") -> str | Non
         return None
     if expected == actual and type(expected) is type(actual):
         return None
+    if isinstance(expected, str) and isinstance(actual, str):
+        return _text_difference(pointer or "/", expected, actual)
     return f"{pointer or '/'}: {_shown(actual)}, recorded {_shown(expected)}"
+
+
+def _text_difference(pointer: str, expected: str, actual: str) -> str:
+    """Where two texts first differ: the character offset and both texts around it, so a
+    difference deep in a long system prompt is seen, not cut off."""
+    at = next(
+        (i for i, (a, b) in enumerate(zip(expected, actual, strict=False)) if a != b),
+        min(len(expected), len(actual)),
+    )
+    if max(len(expected), len(actual)) <= SHOWN_CHARACTERS:
+        return f"{pointer}: {_shown(actual)}, recorded {_shown(expected)}"
+    start = max(0, at - SHOWN_CHARACTERS // 3)
+
+    def window(text: str) -> str:
+        part = text[start : start + SHOWN_CHARACTERS]
+        head = "..." if start else ""
+        tail = "..." if start + SHOWN_CHARACTERS < len(text) else ""
+        return head + json.dumps(part, ensure_ascii=False) + tail
+
+    return f"{pointer}: at character {at}: {window(actual)}, recorded {window(expected)}"
 
 
 @dataclass(frozen=True)

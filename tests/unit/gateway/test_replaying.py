@@ -116,6 +116,10 @@ def test_differences_and_malformed_recordings(tmp_path: Path) -> None:
     assert first_difference({"a": [1, 2]}, {"a": [1]}) == "/a: 1 items, recorded 2"
     assert first_difference({"a": 1}, {"a": 1, "b": 2}) == "/b: not recorded (got 2)"
     assert first_difference({"a": 1}, {"a": True}) == "/a: true, recorded 1"
+    prompt = "You are an agent. " * 20
+    shown = first_difference({"s": prompt + "Date: 1"}, {"s": prompt + "Date: 2"})
+    assert shown is not None and shown.startswith(f"/s: at character {len(prompt) + 6}: ...")
+    assert 'agent. Date: 2"' in shown and 'agent. Date: 1"' in shown
     assert request_digest({"a": 1, "b": 2}) == request_digest({"b": 2, "a": 1})
     bad = tmp_path / "model.jsonl"
     bad.write_text('{"seq": 1}\n')

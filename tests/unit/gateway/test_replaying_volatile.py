@@ -79,3 +79,19 @@ def test_openhands_clock_in_its_system_prompt_is_ignored_but_not_the_rest() -> N
     recorded = request("2026-12-03T07:34:33.691977")
     assert _digest(request("2026-12-04T01:02:03.000001")) == _digest(recorded)
     assert _digest(request("2026-12-04T01:02:03.000001", "someone else")) != _digest(recorded)
+
+
+def _gemini_request(*skills: str) -> dict[str, Any]:
+    listed = "\n".join(
+        f"  <skill>\n    <name>{name}</name>\n    <location>/b/{name}</location>\n  </skill>"
+        for name in skills
+    )
+    text = f"You are an agent.\n<available_skills>\n{listed}\n</available_skills>\nBe brief."
+    return {"systemInstruction": {"parts": [{"text": text}]}}
+
+
+def test_gemini_clis_skills_in_another_order_match_but_another_skill_does_not() -> None:
+    recorded = _gemini_request("skill-creator", "antigravity-support")
+    assert _digest(_gemini_request("antigravity-support", "skill-creator")) == _digest(recorded)
+    assert _digest(_gemini_request("skill-creator")) != _digest(recorded)
+    assert _digest(_gemini_request("skill-creator", "other")) != _digest(recorded)

@@ -32,7 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from agevalx.cache import ActionManifest, CacheStore, OutputRef, TreeEntry, TreeManifest
@@ -42,9 +44,9 @@ from agevalx.cache.remote import RemoteStore
 from agevalx.cache.remote.config import add_remote
 from agevalx.cache.remote.entry import RemoteEntry
 from agevalx.cache.remote.s3server import CREDENTIALS, LocalS3Server
-from agevalx.cache.transfer import all_entries
+from agevalx.cache.transfer import TransferReport, all_entries
 from agevalx.hashing import ALGORITHM, digest_json
-from agevalx.operations.share import pull_jobs, push_jobs, record_job
+from agevalx.operations.share import ShareReport, pull_jobs, push_jobs, record_job
 from agevalx.results.metrics import overall_metrics, task_metrics
 from agevalx.results.models import AttemptResult, JobSummary, NodeRef
 
@@ -202,6 +204,26 @@ def raw_put_and_get(
     return put, get
 
 
+@dataclass
+class Timed:
+    """A share operation's report and its wall time."""
+
+    share: ShareReport
+    seconds: float
+
+    @property
+    def transfer(self) -> TransferReport:
+        return self.share.transfer
+
+
+def timed(remote: RemoteStore, operation: Callable[[], ShareReport]) -> tuple[Timed, int]:
+    """Run a push or pull: its report with its wall time, and the remote requests it made."""
+    before = remote.requests
+    started = time.perf_counter()
+    report = operation()
+    return Timed(report, time.perf_counter() - started), remote.requests - before
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=1000)
@@ -220,15 +242,21 @@ def main() -> None:
 
         bucket = server.create_bucket("bench")
         with RemoteStore(bucket, options=server.options) as remote:
-            first = push_jobs(a, remote, dataset_id=DATASET_ID).transfer
-            second = push_jobs(a, remote, dataset_id=DATASET_ID).transfer
+            first, first_calls = timed(remote, lambda: push_jobs(a, remote, dataset_id=DATASET_ID))
+            second, second_calls = timed(
+                remote, lambda: push_jobs(a, remote, dataset_id=DATASET_ID)
+            )
         b = CacheStore(root / "b")
         dataset = root / "dataset"
         shutil.copytree(DATASET, dataset, ignore=shutil.ignore_patterns(".ageval"))
         with RemoteStore(bucket, options=server.options) as remote:
-            shared = pull_jobs(b, remote, dataset=dataset, dataset_id=DATASET_ID)
+            shared, pulled_calls = timed(
+                remote, lambda: pull_jobs(b, remote, dataset=dataset, dataset_id=DATASET_ID)
+            )
+            again, again_calls = timed(remote, lambda: pull_jobs(b, remote, dataset_id=DATASET_ID))
         pulled = shared.transfer
-        assert first.ok and second.ok and pulled.ok and len(shared.views) == args.attempts
+        assert first.transfer.ok and second.transfer.ok and pulled.ok and again.transfer.ok
+        assert len(shared.share.views) == args.attempts
         raw_put, raw_get = raw_put_and_get(server, server.create_bucket("raw"), items)
 
         fresh = root / "fresh" / "cache"
@@ -241,20 +269,33 @@ def main() -> None:
         warm, warm_bytes = render_from_remote(other, empty)
         assert cold_bytes == warm_bytes and not (empty / ".ageval").exists()
 
-    per_attempt = first.bytes_copied / args.attempts
+    pushed = first.transfer
+    per_attempt = pushed.bytes_copied / args.attempts
     rows = [
-        ("push job (empty remote)", first.seconds, first.bytes_copied, raw_put),
-        ("push job again (present)", second.seconds, second.bytes_copied, raw_put),
-        ("pull job (empty cache)", pulled.seconds, pulled.bytes_copied, raw_get),
+        ("push job (empty remote)", first, first_calls, raw_put),
+        ("push job again (no-op)", second, second_calls, raw_put),
+        ("pull job (empty cache)", shared, pulled_calls, raw_get),
+        ("pull job again (no-op)", again, again_calls, raw_get),
     ]
-    print(f"{'':28} {'seconds':>8} {'MB moved':>9} {'raw s3fs s':>11} {'vs raw':>7}")
-    for name, seconds, moved, raw in rows:
-        print(f"{name:28} {seconds:8.2f} {moved / 1e6:9.2f} {raw:11.2f} {seconds / raw:6.2f}x")
     print(
-        f"push: {first.entries_copied} entries + {first.objects_copied} objects, "
-        f"{per_attempt:.0f} bytes per attempt ({first.objects_copied / args.attempts:.1f} "
-        f"objects); re-push moved {second.bytes_copied} bytes; pull "
-        f"{pulled.seconds / first.seconds:.2f}x the push time (views included)"
+        f"{'':28} {'seconds':>8} {'transfer':>9} {'requests':>9} {'MB moved':>9} "
+        f"{'raw s3fs s':>11} {'vs raw':>7}"
+    )
+    for name, report, calls, raw in rows:
+        moved, seconds = report.transfer.bytes_copied, report.transfer.seconds
+        print(
+            f"{name:28} {report.seconds:8.2f} {seconds:9.2f} {calls:9d} {moved / 1e6:9.2f} "
+            f"{raw:11.2f} {report.seconds / raw:6.2f}x"
+        )
+    print(
+        "seconds: the whole push_jobs / pull_jobs call (the job record, the refs and, for the "
+        "first pull, the dataset's views); transfer: the entries and objects alone"
+    )
+    print(
+        f"push: {pushed.entries_copied} entries + {pushed.objects_copied} objects, "
+        f"{per_attempt:.0f} bytes per attempt ({pushed.objects_copied / args.attempts:.1f} "
+        f"objects); re-push moved {second.transfer.bytes_copied} bytes; pull "
+        f"{pulled.seconds / pushed.seconds:.2f}x the push time"
     )
     print(
         f"leaderboard of {args.attempts} attempts from the remote on a fresh machine: "

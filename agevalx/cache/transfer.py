@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agevalx.cache.backend import ActionId, CacheBackend, ObjectId, blobs_of
 from agevalx.cache.closure import WORKERS, Closure, closure
 from agevalx.cache.errors import CacheError
+from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 
@@ -157,14 +158,15 @@ def _copy(
     report: TransferReport,
     progress: TransferProgress | None,
 ) -> None:
-    found = closure(source, wanted)
+    held = _held_whole(dest, wanted) if isinstance(dest, CacheStore) else Closure()
+    found = closure(source, [action for action in wanted if action not in held.entries])
     report.absent = len(found.absent)
     skipped = dict(found.unusable)
     needed = found.objects
     missing = dest.missing_objects(needed)
-    new_entries = _unusable_entries(dest, list(found.entries))
-    report.objects_present = len(needed) - len(missing)
-    report.entries_present = len(found.entries) - len(new_entries)
+    new_entries = _unusable_entries(dest, found.entries)
+    report.objects_present = len((needed - missing) | held.objects)
+    report.entries_present = len(found.entries) - len(new_entries) + len(held.entries)
     if progress is not None:
         progress.start(len(missing) + len(new_entries))
     failed = _copy_objects(source, dest, found, missing, report, progress)
@@ -180,8 +182,25 @@ def _copy(
     ]
 
 
-def _unusable_entries(dest: CacheBackend, actions: list[ActionId]) -> set[ActionId]:
+def _held_whole(dest: CacheStore, wanted: list[ActionId]) -> Closure:
+    """The `wanted` roots a local cache already holds with every object they reach, which a
+    pull need not ask the remote about (a no-op pull reads nothing of the remote's entries)."""
+    held = closure(dest, wanted)
+    lacking = dest.missing_objects(held.objects)
+    for action in [action for action, reach in held.reach.items() if reach & lacking]:
+        del held.entries[action], held.reach[action]
+    for action in list(held.unusable):
+        del held.unusable[action]
+    return held
+
+
+def _unusable_entries(
+    dest: CacheBackend, manifests: dict[ActionId, ActionManifest]
+) -> set[ActionId]:
     """The entries `dest` lacks or holds in a form it cannot use (those must be written)."""
+    if isinstance(dest, RemoteStore):
+        return dest.missing_entries(manifests)
+    actions = list(manifests)
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         held = list(pool.map(dest.read_entry, actions))
     return {action for action, entry in zip(actions, held, strict=True) if entry is None}

@@ -15,6 +15,7 @@ fsspec and its backends are imported only when a remote is opened.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import threading
@@ -52,6 +53,11 @@ S3_CLIENT_CONFIG: dict[str, Any] = {
     "retries": {"max_attempts": 3, "mode": "standard"},
 }
 """botocore settings for s3:// unless the remote's options say otherwise: fail in seconds."""
+LIST_FROM = 64
+"""Asked about this many objects or entries of one area or more, the remote lists the area's
+keys in the range asked about (S3: 1,000 keys per request) instead of one request per key. A
+listing stops after (keys asked about) / `WORKERS` pages, what as many rounds of concurrent
+HEADs would cost; what it did not reach is checked one key at a time."""
 
 _T = TypeVar("_T")
 
@@ -63,6 +69,15 @@ class RemoteError(CacheError):
     `remote_entry_conflict`, `remote_read_only`, `remote_version_mismatch`,
     `remote_invalid_url`, `remote_backend_missing`.
     """
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A key found by listing an area: its size and, on S3, its ETag (the MD5 of an object
+    uploaded in one PUT)."""
+
+    size: int
+    etag: str | None
 
 
 @dataclass(frozen=True)
@@ -134,10 +149,24 @@ class RemoteStore:
     # Content store
 
     def missing_objects(self, objects: Iterable[ObjectId]) -> set[ObjectId]:
+        """The `objects` the remote lacks: from a listing of the range asked about when there
+        are many (`LIST_FROM`), else, and for what a listing left out, one HEAD each."""
         wanted = sorted(set(objects))
         self._check_version(create=False)
-        present = self._pool.map(lambda obj: self._exists(self._object_path(obj)), wanted)
-        return {obj for obj, here in zip(wanted, present, strict=True) if not here}
+        missing: set[ObjectId] = set()
+        unsure: list[ObjectId] = []
+        for area, kind in ((layout.OBJECTS, "blob"), (layout.TREES, "tree")):
+            names = {_split_name(obj.digest): obj for obj in wanted if obj.type == kind}
+            listed, until = self._listed(area, sorted(names))
+            for name, obj in names.items():
+                if name in listed:
+                    continue
+                if name <= until:
+                    missing.add(obj)
+                else:
+                    unsure.append(obj)
+        present = self._pool.map(lambda obj: self._exists(self._object_path(obj)), unsure)
+        return missing | {obj for obj, here in zip(unsure, present, strict=True) if not here}
 
     def read_object(self, obj: ObjectId) -> bytes:
         """The object's bytes, re-hashed; a tree is validated too."""
@@ -232,6 +261,31 @@ class RemoteStore:
                 f"remote {self.location} already holds an unusable entry for {action}",
                 hint="writes are create-only; `ageval cache gc --remote` deletes unusable entries",
             )
+
+    def missing_entries(self, manifests: Mapping[ActionId, ActionManifest]) -> set[ActionId]:
+        """The entries among `manifests` that must be written: those the remote lacks or holds
+        in a form this store cannot use. A listed entry whose ETag is the MD5 of the bytes a
+        write would upload holds exactly those bytes, so it is usable without being read;
+        any other is read and checked (`read_entry`)."""
+        self._check_version(create=False)
+        names = {_entry_name(action): action for action in manifests}
+        listed, until = self._listed(layout.ACTIONS, sorted(names))
+        missing: set[ActionId] = set()
+        unsure: list[ActionId] = []
+        for name, action in names.items():
+            found = listed.get(name)
+            if found is None and name <= until:
+                missing.add(action)
+            elif found is None or found.etag != self._etag_of(manifests[action]):
+                unsure.append(action)
+        held = self._pool.map(self.read_entry, unsure)
+        return missing | {
+            action for action, entry in zip(unsure, held, strict=True) if entry is None
+        }
+
+    def _etag_of(self, manifest: ActionManifest) -> str:
+        data = RemoteEntry.wrap(manifest, self.signing_key).canonical_bytes()
+        return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
     def entries(self) -> Iterator[ActionId]:
         """Every validly named entry file on the remote, sorted."""
@@ -369,6 +423,8 @@ class RemoteStore:
         if self._version_present or (self._version_read and not create):
             return
         with self._version_lock:
+            if self._version_present or (self._version_read and not create):
+                return  # another thread checked it while this one waited
             path = f"{self.base}/{VERSION_FILE}"
             try:
                 found: bytes | None = self._io("read VERSION", lambda: self.fs.cat_file(path))
@@ -391,6 +447,45 @@ class RemoteStore:
                     hint="use another remote URL, or upgrade ageval",
                 )
             self._version_present = True
+
+    def _listed(self, area: str, names: list[str]) -> tuple[dict[str, Listed], str]:
+        """The keys of `area` from the first to the last of the sorted `names` (paths relative
+        to the area's root), and the name up to which that listing is complete: the last name
+        when it covered the range, less when it stopped at its page budget, "" when the area
+        was not listed (too few names, or a filesystem other than S3 and local disk)."""
+        if len(names) < LIST_FROM or not (self._s3 or self._local):
+            return {}, ""
+        root = self._area_root(area)
+        if self._local:
+            return self._listed_locally(root), names[-1]
+        bucket, prefix, _ = self.fs.split_path(root + "/")
+        listed: dict[str, Listed] = {}
+        request: dict[str, Any] = {
+            "Bucket": bucket,
+            "Prefix": prefix,
+            "StartAfter": prefix + names[0][:-1],
+        }
+        reached = ""
+        for _ in range(max(1, len(names) // WORKERS)):
+            page = self._io(f"list {area}", partial(self.fs.call_s3, "list_objects_v2", **request))
+            for item in page.get("Contents", []):
+                reached = str(item["Key"])[len(prefix) :]
+                listed[reached] = Listed(int(item.get("Size") or 0), _etag(item.get("ETag")))
+            if not page.get("IsTruncated") or reached >= names[-1]:
+                return listed, names[-1]
+            request["ContinuationToken"] = page["NextContinuationToken"]
+        return listed, reached
+
+    def _listed_locally(self, root: str) -> dict[str, Listed]:
+        listed: dict[str, Listed] = {}
+        with self._lock:
+            self.requests += 1
+        for directory, _, files in os.walk(root):
+            relative = os.path.relpath(directory, root)
+            for file in files:
+                name = file if relative == "." else f"{relative}/{file}".replace(os.sep, "/")
+                listed[name] = Listed(os.path.getsize(os.path.join(directory, file)), None)
+        return listed
 
     def _exists(self, path: str) -> bool:
         return bool(self._io("stat", lambda: self._stat(path)))
@@ -486,6 +581,21 @@ def _wrapped(action: ActionId, data: bytes, path: str) -> RemoteEntry:
         return RemoteEntry.from_bytes(data, source=path)
     except CacheError as exc:
         raise _Untrusted("remote_entry_malformed", f"{action}: {exc.message[:300]}") from exc
+
+
+def _split_name(digest: str) -> str:
+    """The path of a digest under its area: `<2 hex>/<30 hex>`."""
+    digest = layout.check_digest(digest)
+    return f"{digest[:2]}/{digest[2:]}"
+
+
+def _entry_name(action: ActionId) -> str:
+    """The path of an entry under `actions/`: `<kind>/<2 hex>/<30 hex>`."""
+    return f"{layout.check_kind(action.kind)}/{_split_name(layout.check_digest(action.key, 'key'))}"
+
+
+def _etag(value: object) -> str | None:
+    return value.strip('"') if isinstance(value, str) else None
 
 
 def _open_filesystem(url: str, options: dict[str, Any]) -> tuple[Any, str]:

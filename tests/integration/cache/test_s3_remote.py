@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agevalx.cache import ActionManifest, CacheStore, OutputRef
-from agevalx.cache.backend import ObjectId
+from agevalx.cache.backend import ActionId, ObjectId
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.remote import RemoteError, RemoteStore, collect_remote_garbage
 from agevalx.cache.remote.s3server import CREDENTIALS, LocalS3Server
@@ -320,3 +320,86 @@ def test_layered_lookups_from_many_threads(s3_server, bucket, tmp_path):
             assert all(all(found) for found in pool.map(look, range(4)))
         assert b.remote_stats.warnings == []
         assert b.remote_stats.hits >= 12
+
+
+def seeds(count: int) -> list[str]:
+    return [f"attempt {n}" for n in range(count)]
+
+
+def _paged(remote: RemoteStore, keys_per_page: int) -> None:
+    """Make the server's listings come in pages of `keys_per_page` keys (S3 gives 1,000), so a
+    listing's page budget runs out on a small bucket."""
+    call = remote.fs.call_s3
+
+    def call_s3(method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "list_objects_v2":
+            kwargs["MaxKeys"] = keys_per_page
+        return call(method, *args, **kwargs)
+
+    remote.fs.call_s3 = call_s3
+
+
+def test_a_push_decides_what_is_missing_from_listings_not_a_request_per_object(
+    s3_server, bucket, tmp_path
+):
+    with CacheStore(tmp_path / "a") as a, _remote(s3_server, bucket) as remote:
+        _fill(a, seeds(80), tmp_path)
+        first = push(a, remote, all_entries(a))
+        assert first.ok and first.entries_copied == 80 and first.objects_copied == 241
+        written = first.entries_copied + first.objects_copied
+        # An empty bucket: the VERSION read and write, one listing per area, one PUT each.
+        assert remote.requests <= written + 8, remote.requests
+        before = remote.requests
+        again = push(a, remote, all_entries(a))
+        assert (again.entries_copied, again.objects_copied, again.entries_present) == (0, 0, 80)
+        assert again.objects_present == 241
+        assert remote.requests - before <= 3, remote.requests - before  # blobs, trees, actions
+    with CacheStore(tmp_path / "b") as b, _remote(s3_server, bucket) as remote:
+        pulled = pull(b, remote, all_entries(remote))
+        assert pulled.ok and pulled.entries_copied == 80
+        before = remote.requests
+        again = pull(b, remote, all_entries(remote))
+        assert again.ok and (again.entries_copied, again.objects_copied) == (0, 0)
+        assert again.entries_present == 80
+        assert remote.requests - before == 1  # the listing of actions/ that all_entries made
+
+
+def test_a_listing_cut_short_by_its_budget_leaves_the_rest_to_one_request_each(
+    s3_server, bucket, tmp_path
+):
+    with CacheStore(tmp_path / "a") as a, _remote(s3_server, bucket) as remote:
+        made = {ActionId.of(manifest): manifest for manifest in _fill(a, seeds(80), tmp_path)}
+        pushed = sorted(made)[:40]
+        assert push(a, remote, pushed).ok
+        results = {
+            action: ObjectId("blob", m.outputs["result"].digest) for action, m in made.items()
+        }
+        # 80 digests asked about: 80 / 16 = 5 pages of 4 keys list 20 of the bucket's 81 blobs;
+        # the results past the 20th key are asked about one HEAD each.
+        asked = sorted(obj.digest for obj in results.values())
+        held = sorted(f.name for f in remote.list_area("objects") if f.name > asked[0][:-1])
+        _paged(remote, 4)
+        before = remote.requests
+        missing = remote.missing_objects(results.values())
+        assert missing == {results[action] for action in made if action not in pushed}
+        heads = [digest for digest in asked if digest > held[19]]
+        assert 0 < len(heads) < len(asked)
+        assert remote.requests - before == 5 + len(heads)
+
+
+def test_a_listed_entry_not_byte_identical_is_read_before_it_counts_as_present(
+    s3_server, bucket, tmp_path
+):
+    with CacheStore(tmp_path / "a") as a:
+        _fill(a, seeds(70), tmp_path)
+        with _remote(s3_server, bucket) as unsigned:
+            assert push(a, unsigned, all_entries(a)).ok
+        # A keyed pusher finds 70 unsigned entries listed: their bytes differ from what it would
+        # upload, so each is read, found unsigned, and cannot be replaced (create-only).
+        with _remote(s3_server, bucket, signing_key=b"k" * 32) as keyed:
+            again = push(a, keyed, all_entries(a))
+            assert again.entries_present == 0 and again.entries_copied == 0
+            assert len(again.skipped) == 70
+            assert all("already holds an unusable entry" in s.reason for s in again.skipped)
+            # Each is read twice: when the push decides, and when its write is refused.
+            assert keyed.stats.read_errors == 140

@@ -80,14 +80,22 @@ def _skills_sorted(found: re.Match[str]) -> str:
     return found.group(1) + "\n".join(sorted(skills)) + found.group(3)
 
 
+def _names_sorted(found: re.Match[str]) -> str:
+    """Gemini CLI's `(Available: 'b', 'a')` in `activate_skill`'s description, sorted."""
+    names = re.findall(r"'[^']*'", found.group(2))
+    return found.group(1) + ", ".join(sorted(names)) + found.group(3)
+
+
 VOLATILE: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (re.compile(r"(Process Group PGID|Background PIDs): [0-9][0-9, ]*"), r"\1: <pid>"),
     # Gemini CLI lists its built-in skills in the order their files were read, concurrently:
-    # the same skills come in another order from run to run.
+    # the same skills come in another order from run to run, in its system prompt and in its
+    # `activate_skill` tool (whose `enum` `steady` sorts).
     (
         re.compile(r"(<available_skills>\s*)(.*?)(\s*</available_skills>)", re.DOTALL),
         _skills_sorted,
     ),
+    (re.compile(r"(\(Available: )('[^']*'(?:, '[^']*')*)(\))"), _names_sorted),
     (re.compile(r"^(Chunk ID|Wall time): .*$", re.MULTILINE), r"\1: ..."),
     (re.compile(r"<current_date>[^<]*</current_date>"), "<current_date>...</current_date>"),
     # opencode's system prompt: "Today's date: Thu Dec 03 2026".
@@ -125,10 +133,22 @@ def steady(value: Any) -> Any:
             value = pattern.sub(replacement, value)
         return value
     if isinstance(value, dict):
-        return {key: steady(item) for key, item in value.items() if key not in VOLATILE_FIELDS}
+        return {
+            key: _unordered(item) if key == "enum" else steady(item)
+            for key, item in value.items()
+            if key not in VOLATILE_FIELDS
+        }
     if isinstance(value, list):
         return [steady(item) for item in value]
     return value
+
+
+def _unordered(choices: Any) -> Any:
+    """A JSON Schema `enum` of strings in sorted order: its order means nothing to a
+    validator, and Gemini CLI's `activate_skill` lists its skills in the order it read them."""
+    if isinstance(choices, list) and all(isinstance(choice, str) for choice in choices):
+        return sorted(steady(choice) for choice in choices)
+    return steady(choices)
 
 
 def normalised(value: Any) -> bytes:

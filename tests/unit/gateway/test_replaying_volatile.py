@@ -87,7 +87,16 @@ def _gemini_request(*skills: str) -> dict[str, Any]:
         for name in skills
     )
     text = f"You are an agent.\n<available_skills>\n{listed}\n</available_skills>\nBe brief."
-    return {"systemInstruction": {"parts": [{"text": text}]}}
+    quoted = ", ".join(f"'{name}'" for name in skills)
+    tool = {
+        "name": "activate_skill",
+        "description": f"Activates a skill by name (Available: {quoted}). Returns it.",
+        "parametersJsonSchema": {"properties": {"name": {"enum": list(skills)}}},
+    }
+    return {
+        "systemInstruction": {"parts": [{"text": text}]},
+        "tools": [{"functionDeclarations": [tool]}],
+    }
 
 
 def test_gemini_clis_skills_in_another_order_match_but_another_skill_does_not() -> None:

@@ -163,8 +163,10 @@ def _copy(
     report.absent = len(found.absent)
     skipped = dict(found.unusable)
     needed = found.objects
-    missing = dest.missing_objects(needed)
-    new_entries = _unusable_entries(dest, found.entries)
+    with ThreadPoolExecutor(max_workers=1) as beside:  # the two questions go out together
+        asked = beside.submit(_unusable_entries, dest, found.entries)
+        missing = dest.missing_objects(needed)
+        new_entries = asked.result()
     report.objects_present = len((needed - missing) | held.objects)
     report.entries_present = len(found.entries) - len(new_entries) + len(held.entries)
     if progress is not None:

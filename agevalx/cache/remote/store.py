@@ -155,9 +155,11 @@ class RemoteStore:
         self._check_version(create=False)
         missing: set[ObjectId] = set()
         unsure: list[ObjectId] = []
-        for area, kind in ((layout.OBJECTS, "blob"), (layout.TREES, "tree")):
-            names = {_split_name(obj.digest): obj for obj in wanted if obj.type == kind}
-            listed, until = self._listed(area, sorted(names))
+        areas = ((layout.OBJECTS, "blob"), (layout.TREES, "tree"))
+        named = [{_split_name(o.digest): o for o in wanted if o.type == kind} for _, kind in areas]
+        # Both areas are listed at once.
+        listings = self._pool.map(self._listed, [a for a, _ in areas], [sorted(n) for n in named])
+        for names, (listed, until) in zip(named, listings, strict=True):
             for name, obj in names.items():
                 if name in listed:
                     continue

@@ -16,6 +16,7 @@ from agevalx.cache.remote.stats import RemoteStats
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_session_containers
 from agevalx.environments.owners import ReapReport, adopting, reap_orphans
+from agevalx.environments.standby import standby
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write, write_if_changed
@@ -299,6 +300,8 @@ def _execute(
     cluster = callbacks.cluster
     if cluster is not None:  # the workers' `docker` resources bound the concurrency
         workers = request.workers or max(1, cluster.capacity)
+    else:
+        standby().size_for(workers)
 
     def interrupted() -> None:
         if cluster is not None:

@@ -52,6 +52,9 @@ class Container:
     private: str | None = None
     """Where executors stage their own files (`/attempt/.ageval`); None: `.ageval` beside
     the working directory."""
+    image: str | None = None
+    """The image the container was started from: what every container of one image has (its
+    shell) is asked once per process. None: asked each time."""
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ class OracleExecutor:
         container = invocation.container
         sandbox = self._sandbox_factory(container)
         directory = await _copy_solution(sandbox, invocation, layout)
-        shell = await sandbox.shell()
+        shell = await sandbox.shell(container.image)
         script = posixpath.join(directory, SOLVE_SCRIPT)
         if layout.command is None:
             argv, display = [shell, script], f"{shell} {script}"

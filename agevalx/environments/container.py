@@ -162,8 +162,11 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class AttemptContainer:
     """A running container with /attempt/workspace and /attempt/home."""
 
-    def __init__(self, container: Any) -> None:
+    def __init__(self, container: Any, image: str | None = None) -> None:
         self._container = container
+        self.image = image
+        """The image it was started from, as its spec named it (None: not known, as for a
+        container found again after a crash)."""
         self.network_owner: AttemptContainer | None = None
         """The container whose network namespace this one joined (see `standby`): removed
         right after this one."""
@@ -183,7 +186,7 @@ class AttemptContainer:
             raise EnvironmentFailure(
                 "environment_start_failed", f"cannot start the container: {exc.explanation}"
             ) from None
-        started = cls(container)
+        started = cls(container, spec.image)
         if not (spec.attempt_dirs or spec.user):
             return started
         try:

@@ -300,8 +300,8 @@ def _execute(
     cluster = callbacks.cluster
     if cluster is not None:  # the workers' `docker` resources bound the concurrency
         workers = request.workers or max(1, cluster.capacity)
-    else:
-        standby().size_for(workers)
+    else:  # as many attempts run at once as there are workers, or runs to do if fewer
+        standby().size_for(min(workers, sum(1 for node in planned.nodes() if node.kind == "run")))
 
     def interrupted() -> None:
         if cluster is not None:

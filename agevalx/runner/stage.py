@@ -289,7 +289,11 @@ class _Invoker:
             prompt=prompt,
             profile=profile,
             container=Container(
-                id=run.container.id, workdir=run.workdir, home=HOME, private=PRIVATE
+                id=run.container.id,
+                workdir=run.workdir,
+                home=HOME,
+                private=PRIVATE,
+                image=run.container.image,
             ),
             deadline=run.quotas.deadline,
             record=run.journal.recorder(role, index),

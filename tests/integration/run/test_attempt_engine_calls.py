@@ -47,7 +47,7 @@ def session_events(started: float) -> collections.Counter[str]:
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_three_containers_five_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_three_containers_four_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -60,10 +60,11 @@ def test_a_fresh_attempt_uses_three_containers_five_execs_and_leaves_nothing(
     # the attempt container, the scoring container, and the placeholder holding the scoring
     # container's network namespace, started while the run stage ran
     assert events["create"] == 3 and events["destroy"] == 3, events
-    # environment: mkdir; oracle: its shell, solve.sh; the checkpoint after the invocation: one
-    # stat listing (the final snapshot is that checkpoint's: nothing happened since);
-    # scoring: the evaluator, which makes the attempt directories it needs itself
-    assert events["exec_create"] == 5, events
+    # environment: mkdir; oracle: solve.sh (the image's shell was asked once, by the first
+    # run of this process); the checkpoint after the invocation: one stat listing (the final
+    # snapshot is that checkpoint's: nothing happened since); scoring: the evaluator, which
+    # makes the attempt directories it needs itself
+    assert events["exec_create"] == 4, events
     # the agent had stopped: the commit freezes nothing
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
     # the oracle's solution/; the evaluator's files in one archive

@@ -175,7 +175,8 @@ def _evaluate_in(
     environment: dict[str, str] | None,
 ) -> dict[str, Any]:
     private = f"/.ageval-eval-{uuid.uuid4().hex}"
-    context = _context_document(lock, run, private, runtime)
+    mark = f"ageval-result-{uuid.uuid4().hex}"
+    context = {**_context_document(lock, run, private, runtime), "result_mark": mark}
     files = {
         "evaluate.py": (RUNNER.read_bytes(), 0o644),
         "context.json": (json.dumps(context).encode(), 0o644),
@@ -224,7 +225,8 @@ def _evaluate_in(
         raise EnvironmentFailure(
             "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
         )
-    raw = container.read_file(f"{private}/result.json")
+    output, printed = printed_result(result.output, mark)
+    raw = printed if printed is not None else container.read_file(f"{private}/result.json")
     if raw is None:
         return {
             "status": "ERROR",
@@ -232,11 +234,29 @@ def _evaluate_in(
                 "type": "EvaluatorDidNotRun",
                 "message": f"the evaluator runner exited with {result.exit_code}",
             },
-            "evaluator_output": result.output[-OUTPUT_TAIL:],
+            "evaluator_output": output[-OUTPUT_TAIL:],
         }
     document: dict[str, Any] = json.loads(raw)
-    document["evaluator_output"] = result.output[-OUTPUT_TAIL:]
+    document["evaluator_output"] = output[-OUTPUT_TAIL:]
     return document
+
+
+def printed_result(output: str, mark: str) -> tuple[str, str | None]:
+    """The evaluator's output without the result line the runner printed after `mark`, and
+    that result (None when the line is not there whole, as when the output kept is cut: the
+    result is then read from result.json)."""
+    start = output.rfind(f"\n{mark} ")
+    if start < 0:
+        return output, None
+    end = output.find("\n", start + 1)
+    line = output[start + len(mark) + 2 : end if end >= 0 else len(output)]
+    try:
+        if not isinstance(json.loads(line), dict):
+            return output, None
+    except json.JSONDecodeError:
+        return output, None
+    rest = output[end + 1 :] if end >= 0 else ""
+    return output[:start] + rest, line
 
 
 KILLED_EXITS = frozenset({126, 137, 143})

@@ -4,7 +4,9 @@ Copied into the container and run by ageval's own Python (evaluation/runtime.py)
 `runner_script.py <context.json> <result.json>`.
 It builds the `ctx` handed to `evaluate(ctx)`, checks what comes back, and writes one JSON
 object: {"status": "PASS"|"FAIL", "score": float|null, "details": {...}} or, for anything
-else, {"status": "ERROR", "error": {"type", "message", "traceback"}}.
+else, {"status": "ERROR", "error": {"type", "message", "traceback"}}. Without scoring hosts it
+also prints that object last on stdout, on a line after the context's `result_mark`, so ageval
+reads it from the exec's output instead of copying result.json out.
 
 When the task declares `evaluation.environments`, `ctx.environment(name)` reaches those
 scoring hosts through ageval on the host: one JSON request per line on the runner's original
@@ -180,7 +182,12 @@ def main() -> None:
                 "traceback": traceback.format_exc()[-8000:],
             },
         }
-    Path(sys.argv[2]).write_text(json.dumps(outcome))
+    document = json.dumps(outcome)
+    Path(sys.argv[2]).write_text(document)
+    mark = context.get("result_mark")
+    if mark and channel is None:  # the result again, last on stdout: ageval reads it there
+        sys.stdout.write(f"\n{mark} {document}\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

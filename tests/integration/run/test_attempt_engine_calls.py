@@ -69,6 +69,8 @@ def test_a_fresh_attempt_uses_three_containers_four_execs_and_leaves_nothing(
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
     # the oracle's solution/; the evaluator's files in one archive
     assert events["extract-to-dir"] == 2, events
+    # the workspace copied out; the evaluator's result comes in its exec's output
+    assert events["archive-path"] == 1, events
     runtimes = list(bundles_dir(_isolated_cache).glob("evaluator-python-*/lib/python3.*"))
     assert len(runtimes) == 1
     for name in ("typing", "pathlib", "json/__init__"):

@@ -29,20 +29,20 @@ One floor attempt, on the image ageval builds for the task (`ageval/env:<key>`, 
    stdout, start it, read the result to the end, remove it (destroy), in the background.
 
 That is 2 creates, 2 starts, 1 exec, 2 copies in, 1 attach, 1 copy out, 1 commit, 2
-removals: 17 engine events. ageval's fresh attempt has 35; on top of the floor it does:
+removals: 17 engine events. On top of the floor, ageval's fresh attempt does:
 
-- the placeholder container holding a network namespace for the scoring container, started
-  in the background during the run (`environments/standby.py`): one more create, start,
-  kill, destroy (in exchange the scoring container joins it, and starts faster);
-- three more execs in the attempt container: the setup `mkdir -p` of workspace, home and
-  .ageval (`environments/container.py`), the oracle's `command -v bash` probe
-  (`agents/acp/sandbox.py`), the checkpoint's listing (`date; find -printf`,
-  `runner/incremental.py`); and solve.sh runs through a `docker exec` client process, not
-  the API;
+- serially, the placeholder container holding a network namespace for the scoring container,
+  started in the background during the run (`environments/standby.py`): one more create,
+  start, kill, destroy (in exchange the scoring container joins it, and starts faster); with
+  more attempts at once than half the cores, no placeholder;
+- two more execs in the attempt container: the setup `mkdir -p` of workspace, home and
+  .ageval (`environments/container.py`) and the checkpoint's listing (`date; find -printf`,
+  `runner/incremental.py`); the oracle's `command -v bash` probe runs once per image and
+  process; and solve.sh runs through a `docker exec` client process, not the API;
 - `--init` and a host-gateway entry on every container, the commit's tag, an inspect of the
   scoring container and its image (`unset_names`);
 - the scoring container kept alive by `sleep` and scored by an exec (`timeout` around the
-  runner, on ageval's mounted Python), its result read by a copy out, then killed;
+  runner, on ageval's mounted Python) whose output carries the result, then killed;
 - the host side: the CLI's start-up, lint and plan, the cache (trees, action nodes, the
   checkpoint), the activity journal, attempt.json, result.json, the job's summary.
 

@@ -224,6 +224,16 @@ def timed(remote: RemoteStore, operation: Callable[[], ShareReport]) -> tuple[Ti
     return Timed(report, time.perf_counter() - started), remote.requests - before
 
 
+def raw_listing(server: LocalS3Server, bucket: str) -> tuple[float, int]:
+    """One s3fs listing of every key of the bucket: the floor of a push that moves nothing."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(endpoint_url=server.endpoint_url, skip_instance_cache=True)
+    started = time.perf_counter()
+    keys = fs.find(bucket.removeprefix("s3://"))
+    return time.perf_counter() - started, len(keys)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=1000)
@@ -258,6 +268,7 @@ def main() -> None:
         assert first.transfer.ok and second.transfer.ok and pulled.ok and again.transfer.ok
         assert len(shared.share.views) == args.attempts
         raw_put, raw_get = raw_put_and_get(server, server.create_bucket("raw"), items)
+        listed, keys = raw_listing(server, bucket)
 
         fresh = root / "fresh" / "cache"
         add_remote(CacheStore(fresh), "shared", bucket, options=server.options)
@@ -287,6 +298,10 @@ def main() -> None:
             f"{name:28} {report.seconds:8.2f} {seconds:9.2f} {calls:9d} {moved / 1e6:9.2f} "
             f"{raw:11.2f} {report.seconds / raw:6.2f}x"
         )
+    print(
+        f"no-op push: {second.seconds / listed:.2f}x one raw s3fs listing of the bucket's "
+        f"{keys} keys ({listed:.2f}s; S3 lists 1,000 keys a request)"
+    )
     print(
         "seconds: the whole push_jobs / pull_jobs call (the job record, the refs and, for the "
         "first pull, the dataset's views); transfer: the entries and objects alone"

@@ -25,7 +25,7 @@ def test_the_result_line_is_taken_out_of_the_output() -> None:
 
 
 def test_output_after_the_result_line_is_kept() -> None:
-    output = f"\n{MARK} {{\"status\": \"FAIL\"}}\nlate line from a child\n"
+    output = f'\n{MARK} {{"status": "FAIL"}}\nlate line from a child\n'
     rest, printed = printed_result(output, MARK)
     assert printed == '{"status": "FAIL"}' and rest == "late line from a child\n"
 
@@ -34,9 +34,9 @@ def test_output_after_the_result_line_is_kept() -> None:
     "output",
     [
         "no result printed\n",
-        f"\n{MARK} {{\"status\": \"PA",  # the kept tail was cut in the line
+        f'\n{MARK} {{"status": "PA',  # the kept tail was cut in the line
         f"\n{MARK} [1, 2]\n",  # not an object
-        "\nageval-result-other {\"status\": \"PASS\"}\n",  # another evaluation's mark
+        '\nageval-result-other {"status": "PASS"}\n',  # another evaluation's mark
     ],
 )
 def test_without_a_whole_result_line_the_file_is_read(output: str) -> None:

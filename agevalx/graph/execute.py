@@ -16,8 +16,9 @@ new attempt): such a node and its descendants end as `skipped`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
 from typing import Any, Literal
 
 from agevalx.cache.manifest import ActionManifest
@@ -138,7 +139,14 @@ class _Scheduler:
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
         self.reports: dict[str, NodeReport] = {}
         self.waiting = {name: set(self.graph.predecessors(name)) for name in self.graph.nodes}
+        self.position = {name: index for index, name in enumerate(self.waiting)}
+        self.ready = {name for name, parents in self.waiting.items() if not parents}
+        """Waiting nodes whose parents are all done: kept as they become ready, so that
+        starting nodes never scans every waiting node (a job of 10,000 tasks has 80,000)."""
         self.running: dict[Future[ActionManifest], str] = {}
+        self.done: SimpleQueue[Future[ActionManifest]] = SimpleQueue()
+        """Futures as they finish (each tells it from its worker): waiting for the next one
+        never walks every running future (all the ready nodes are submitted at once)."""
         self.computing: dict[tuple[str, str], str] = {}
         """The node computing each (kind, key) started in this execution."""
         self.followers: dict[str, list[str]] = {}
@@ -171,12 +179,20 @@ class _Scheduler:
             return
         for child in self.graph.successors(name):
             if child in self.waiting:
-                self.waiting[child].discard(name)
+                parents = self.waiting[child]
+                parents.discard(name)
+                if not parents:
+                    self.ready.add(child)
 
     def start_ready(self) -> None:
-        while ready := [name for name, deps in self.waiting.items() if not deps]:
-            for name in ready:
-                self.start(name)
+        """Start every ready node in plan order; then those their synchronous ends (reused
+        nodes) made ready, in plan order again, until none is left."""
+        while self.ready:
+            batch = sorted(self.ready, key=self.position.__getitem__)
+            self.ready.clear()
+            for name in batch:
+                if name in self.waiting:  # not blocked meanwhile by a failed node
+                    self.start(name)
 
     def start(self, name: str) -> None:
         del self.waiting[name]
@@ -198,7 +214,9 @@ class _Scheduler:
         self.submit(name, node)
 
     def submit(self, name: str, node: Node) -> None:
-        self.running[self.pool.submit(self.begin, node)] = name
+        future = self.pool.submit(self.begin, node)
+        self.running[future] = name
+        future.add_done_callback(self.done.put)
 
     def begin(self, node: Node) -> ActionManifest:
         """In a worker: admit the node now that a worker is free for it, then compute it."""
@@ -252,7 +270,12 @@ class _Scheduler:
     def run(self) -> None:
         self.start_ready()
         while self.running:
-            done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+            done = [self.done.get()]
+            while True:  # and every other future finished by now
+                try:
+                    done.append(self.done.get_nowait())
+                except Empty:
+                    break
             for future in done:
                 self.collect(future)
             self.start_ready()

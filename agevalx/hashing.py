@@ -7,7 +7,7 @@ sorted keys and fixed separators, so equal values always hash equally.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,37 @@ _CANONICAL = json.JSONEncoder(
 which cost more than encoding a key's small inputs."""
 
 
+def _one_shot_encoder() -> Callable[[Any, int], list[str]] | None:
+    """The C encoder `_CANONICAL.encode` makes on every call (with its Python layers around
+    it: `encode`, `iterencode`, a `floatstr` closure), made once: a plan encodes a few small
+    values per node, and those layers cost more than the encoding. None where the C
+    accelerator is missing. It keeps no circular-reference markers (a marker left by a call
+    that raised would refuse a later value): a cyclic value raises RecursionError instead."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    encoder: Callable[[Any, int], list[str]] = make(
+        None,
+        _CANONICAL.default,
+        json.encoder.encode_basestring,
+        None,
+        _CANONICAL.key_separator,
+        _CANONICAL.item_separator,
+        True,
+        False,
+        False,
+    )
+    return encoder
+
+
+_ONE_SHOT = _one_shot_encoder()
+
+
 def canonical_json(value: Any) -> bytes:
     """Serialise `value` canonically: sorted keys, no whitespace, UTF-8, no NaN."""
-    return _CANONICAL.encode(value).encode("utf-8")
+    if _ONE_SHOT is None:
+        return _CANONICAL.encode(value).encode("utf-8")
+    return "".join(_ONE_SHOT(value, 0)).encode("utf-8")
 
 
 def canonical_members(members: Mapping[str, bytes]) -> bytes:

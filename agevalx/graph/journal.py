@@ -20,7 +20,8 @@ JOURNAL_DIR = ".ageval/graph"
 
 def _path(dataset_root: Path, identity: str) -> Path:
     kind = identity.split(":", 1)[0]
-    return dataset_root / JOURNAL_DIR / kind / f"{digest_bytes(identity.encode())}.json"
+    # One join: a run records every node, and each `/` parses its operand again.
+    return dataset_root.joinpath(JOURNAL_DIR, kind, f"{digest_bytes(identity.encode())}.json")
 
 
 def record(dataset_root: Path, node: Node) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.statcache import StatCache
-from agevalx.cache.store import CacheStore
+from agevalx.cache.store import CacheStore, PresentObjects
 from agevalx.cache.tree import IGNORED_GLOBS, tree_values
 from agevalx.errors import AgevalError, ConfigError
 from agevalx.graph.dag import NodeGraph
@@ -39,6 +39,10 @@ SHARED_INPUTS = frozenset(
     {"dataset_files", "profiles_file", "task_files", "lock_fields", "package"}
 )
 """Inputs that are the same for every attempt of a task (only `request` varies)."""
+ATTEMPT_INPUTS = frozenset({"request"})
+"""Inputs that are the same for every task at one attempt index (of a planned node)."""
+JOB_INPUTS = frozenset({"dataset_files", "profiles_file", "package"})
+"""Shared inputs that are the same for every task too (they read no task)."""
 
 
 class PlanSource(Protocol):
@@ -180,10 +184,13 @@ class _Planner:
         self._file_digests: dict[Path, str | None] = {}
         self._selected: dict[tuple[str, str], dict[str, str]] = {}
         self._lock_fields: dict[tuple[str, str], dict[str, Any]] = {}
-        self._encoded: dict[tuple[str, str | None, str], bytes] = {}
+        self._encoded: dict[tuple[str, str | int | None, str], bytes] = {}
+        self._requests: dict[tuple[str, int | None], dict[str, Any]] = {}
+        self._job_inputs: dict[str, dict[str, Any]] = {}
+        self._above: dict[str, list[tuple[str, bool, bool]]] = {}
         # Outputs found complete: shared by many entries (an empty tree, a common blob), they
         # are checked once while the plan holds the gc lock.
-        self._present: set[tuple[str, str]] = set()
+        self._present = PresentObjects()
         # Entries looked up, by kind and key: the tasks of a dataset often share an image.
         self._actions: dict[tuple[str, str], ActionManifest | None] = {}
 
@@ -207,8 +214,11 @@ class _Planner:
             )
             for pending_id, values, found in zip(pending, trees, specials, strict=True):
                 # A pipe or socket changes the key, so a reused lock never skips its refusal.
-                self.files[pending_id] = dict(
-                    sorted({**values, **dict.fromkeys(found, "special")}.items())
+                # (`tree_values` gives its paths in order already: only specials need a sort.)
+                self.files[pending_id] = (
+                    dict(sorted({**values, **dict.fromkeys(found, "special")}.items()))
+                    if found
+                    else values
                 )
         return self.files[task_id]
 
@@ -250,39 +260,79 @@ class _Planner:
     ) -> dict[str, Any]:
         spec = rule.inputs
         found: dict[str, Any] = {}
-        if spec.dataset_files:
-            found["dataset_files"] = {
-                name: self.digest_file(self.source.dataset_file(name))
-                for name in spec.dataset_files
-            }
-        if spec.profiles_file:
-            found["profiles_file"] = self.profiles_digest()
+        job = self.job_inputs(rule)
+        if "dataset_files" in job:
+            found["dataset_files"] = job["dataset_files"]
+        if "profiles_file" in job:
+            found["profiles_file"] = job["profiles_file"]
         if spec.task_files is not None and task_id is not None:
             found["task_files"] = self.selected_files(rule, task_id)
         if spec.lock_fields and task_id is not None:
             found["lock_fields"] = self.lock_fields(rule, task_id)
         if spec.request:
-            given = given or {}
-            found["request"] = {
-                name: given[name] if name in given else self._request_value(rule, name, attempt)
-                for name in spec.request
-            }
-        if spec.package:
-            found["package"] = {name: self.package_digest(name) for name in spec.package}
+            found["request"] = (
+                self.request_inputs(rule, attempt)
+                if not given
+                else {
+                    name: given[name] if name in given else self._request_value(rule, name, attempt)
+                    for name in spec.request
+                }
+            )
+        if "package" in job:
+            found["package"] = job["package"]
         return found
 
-    def encoded_inputs(self, rule: Rule, task_id: str | None, inputs: dict[str, Any]) -> bytes:
-        """`canonical_json(inputs)`, with the inputs all attempts of a task share serialised
-        once per rule and task: most of a key's bytes, for 1/k of the work."""
+    def job_inputs(self, rule: Rule) -> dict[str, Any]:
+        """A rule's inputs that read no task (`JOB_INPUTS`), made once per rule and shared by
+        its nodes' inputs (which nothing changes)."""
+        if rule.kind not in self._job_inputs:
+            spec = rule.inputs
+            found: dict[str, Any] = {}
+            if spec.dataset_files:
+                found["dataset_files"] = {
+                    name: self.digest_file(self.source.dataset_file(name))
+                    for name in spec.dataset_files
+                }
+            if spec.profiles_file:
+                found["profiles_file"] = self.profiles_digest()
+            if spec.package:
+                found["package"] = {name: self.package_digest(name) for name in spec.package}
+            self._job_inputs[rule.kind] = found
+        return self._job_inputs[rule.kind]
+
+    def request_inputs(self, rule: Rule, attempt: int | None) -> dict[str, Any]:
+        """A planned node's `request` inputs: the same for every task, so made once per rule
+        and attempt index (and shared by those nodes' inputs, which nothing changes)."""
+        memo = (rule.kind, attempt)
+        if memo not in self._requests:
+            self._requests[memo] = {
+                name: self._request_value(rule, name, attempt) for name in rule.inputs.request
+            }
+        return self._requests[memo]
+
+    def encoded_inputs(
+        self, rule: Rule, task_id: str | None, attempt: int | None, inputs: dict[str, Any]
+    ) -> bytes:
+        """`canonical_json(inputs)` of a planned node, with the inputs all attempts of a task
+        share serialised once per rule and task (most of a key's bytes, for 1/k of the work),
+        those all tasks share once per rule, and those all tasks share at one attempt index
+        once per rule and attempt."""
         members: dict[str, bytes] = {}
         for name, value in inputs.items():
-            if name not in SHARED_INPUTS:
+            memo: tuple[str, str | int | None, str]
+            if name in JOB_INPUTS:
+                memo = (rule.kind, None, name)
+            elif name in SHARED_INPUTS:
+                memo = (rule.kind, task_id, name)
+            elif name in ATTEMPT_INPUTS:
+                memo = (rule.kind, attempt, name)
+            else:
                 members[name] = canonical_json(value)
                 continue
-            memo = (rule.kind, task_id, name)
-            if memo not in self._encoded:
-                self._encoded[memo] = canonical_json(value)
-            members[name] = self._encoded[memo]
+            encoded = self._encoded.get(memo)
+            if encoded is None:
+                encoded = self._encoded[memo] = canonical_json(value)
+            members[name] = encoded
         return canonical_members(members)
 
     def _request_value(self, rule: Rule, name: str, attempt: int | None) -> Any:
@@ -326,25 +376,30 @@ class _Planner:
             candidate = node_id(kind, task_id, attempt)
         else:
             candidate = node_id(kind, None, None)
-        return [candidate] if candidate in self.graph else []
+        return [candidate] if candidate in self.graph.nodes else []
+
+    def kinds_above(self, rule: Rule) -> list[tuple[str, bool, bool]]:
+        """The kinds a node of `rule` hangs under, parents first then `after` kinds, as
+        `(kind, whether its keys enter the key, whether it may have no node)`; once per rule."""
+        if rule.kind not in self._above:
+            kinds = dict.fromkeys(k for k in (*rule.parents, *rule.after) if k != rule.kind)
+            self._above[rule.kind] = [
+                (kind, kind in rule.parents, self.rules[kind].when is not None) for kind in kinds
+            ]
+        return self._above[rule.kind]
 
     def add(self, rule: Rule, task_id: str | None, attempt: int | None) -> None:
-        above = {
-            kind: self.parent_ids(kind, task_id, attempt)
-            for kind in (*rule.parents, *rule.after)
-            if kind != rule.kind
-        }
-        parents = {
-            kind: [self.graph.nodes[name].key for name in above[kind]]
-            for kind in rule.parents
-            if kind != rule.kind
-        }
-        # A parent kind a task has no node of (its rule's `when`) stays out of the key.
-        parents = {
-            kind: keys for kind, keys in parents.items() if keys or self.rules[kind].when is None
-        }
+        nodes = self.graph.nodes
+        above: list[str] = []
+        parents: dict[str, list[str]] = {}
+        for kind, keyed, optional in self.kinds_above(rule):
+            names = self.parent_ids(kind, task_id, attempt)
+            above.extend(names)
+            # A parent kind a task has no node of (its rule's `when`) stays out of the key.
+            if keyed and (names or not optional):
+                parents[kind] = [nodes[name].key for name in names]
         inputs = self.inputs(rule, task_id, attempt)
-        key = node_key(rule, inputs, parents, self.encoded_inputs(rule, task_id, inputs))
+        key = node_key(rule, inputs, parents, self.encoded_inputs(rule, task_id, attempt, inputs))
         action = self.action(rule.kind, key)
         node = Node(
             id=node_id(rule.kind, task_id, attempt),
@@ -360,15 +415,15 @@ class _Planner:
         if rule.kind == LOCK_KIND and task_id is not None:
             self._materialise_lock(node, task_id)
         self.graph.add(node)
-        for names in above.values():
-            for parent in names:
-                self.graph.link(parent, node.id)
+        for parent in above:
+            self.graph.link(parent, node.id)
 
     def action(self, kind: str, key: str) -> ActionManifest | None:
         """The complete entry of a node (None: a miss), looked up once per plan."""
-        if (kind, key) not in self._actions:
-            self._actions[kind, key] = self.store.get_action(kind, key, self._present)
-        return self._actions[kind, key]
+        memo = (kind, key)
+        if memo not in self._actions:
+            self._actions[memo] = self.store.get_action(kind, key, self._present)
+        return self._actions[memo]
 
     def _materialise_lock(self, node: Node, task_id: str) -> None:
         document = self._cached_lock(node) if node.status == "hit" else None

@@ -19,7 +19,7 @@ def attempt_id(node: Node) -> str:
 
 
 def attempt_dir(dataset_root: Path, attempt: str) -> Path:
-    return dataset_root / RUNS_DIR / attempt
+    return dataset_root.joinpath(RUNS_DIR, attempt)  # one join: a run asks per attempt view
 
 
 def suite_dir(dataset_root: Path, job_id: str) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import json
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,32 @@ def test_key_bytes_from_encoded_inputs_are_the_canonical_key_material(
     members = canonical_members({name: canonical_json(value) for name, value in inputs.items()})
     assert members == canonical_json(inputs)
     assert node_key(SYNTHETIC, inputs, parents) == xxhash.xxh3_128_hexdigest(expected)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": [1, 2.5, -0.0, 1e300, True, None], "a": {"z": 'é\u2028\x00"\\', "y": {}}},
+        "plain",
+        ["a" * 32, "b" * 32],
+        {"x": (1, 2)},
+        12345678901234567890,
+        {2: "int key", 1: "int keys sort as numbers"},
+        [],
+    ],
+)
+def test_canonical_json_is_json_dumps_with_the_canonical_options(value: object) -> None:
+    """The reused C encoder writes exactly what `json.dumps` with sorted keys, no spaces and
+    no ASCII escaping writes."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == expected.encode("utf-8")
+
+
+@pytest.mark.parametrize("value", [float("nan"), {"a": [float("inf")]}, {"a": object()}])
+def test_canonical_json_refuses_what_json_cannot_write_canonically(value: object) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        canonical_json(value)
+    assert canonical_json({"after": [1]}) == b'{"after":[1]}'
 
 
 def test_planned_keys_are_the_keys_of_their_own_inputs(dataset: Path, store: CacheStore) -> None:

@@ -43,7 +43,10 @@ _MODEL_CONFIG = ConfigDict(
     strict=True,
     validate_by_name=True,
     serialize_by_alias=True,
+    defer_build=True,
 )
+"""`defer_build`: each format's validator is built when first used, not by every command
+that imports the cache (most read entries; few read refs)."""
 
 
 def relative_path_problem(path: str) -> str | None:

@@ -37,6 +37,52 @@ OBJECT_MODE = 0o444
 ENTRY_MODE = 0o644
 SMALL_READ = 1 << 16
 """Bytes per read of `read_small`: an action entry is a few hundred."""
+LIST_SHARD_AFTER = 8
+"""Checks of blobs in one shard directory before `PresentObjects` considers listing it."""
+DIRECTORY_BYTES_PER_CHECK = 200
+"""A shard directory is listed once it has been asked about `st_size / this` times: a listing
+costs about a fifth of a stat per name, and a name takes about 40 bytes of directory (ext4),
+so the listing costs no more than the stats already made."""
+
+
+class PresentObjects(set[tuple[str, str]]):
+    """The `present` memo of `missing_outputs`: outputs found complete, as `(type, digest)`,
+    while the caller holds `in_use()` (gc removes nothing meanwhile).
+
+    It also lists a blob shard directory once it was asked about often enough that the
+    listing costs less than the stats it saves (a plan checks every distinct blob its
+    entries name: tens of thousands). A listed name is only ever evidence that a blob is
+    there, never that it is absent: a name the listing lacks (a blob stored since, as a
+    remote pull does) is looked up as before.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: dict[str, int] = {}
+        self.threshold: dict[str, int] = {}
+        self.listed: dict[str, frozenset[str]] = {}
+
+    def listing(self, objects: str, shard: str) -> frozenset[str] | None:
+        """The regular files of shard directory `shard` under `objects`, once listing it pays."""
+        listed = self.listed.get(shard)
+        if listed is not None:
+            return listed
+        asked = self.asked[shard] = self.asked.get(shard, 0) + 1
+        if asked < LIST_SHARD_AFTER:
+            return None
+        directory = f"{objects}/{shard}"
+        try:
+            if shard not in self.threshold:
+                size = os.stat(directory).st_size
+                self.threshold[shard] = max(LIST_SHARD_AFTER, size // DIRECTORY_BYTES_PER_CHECK)
+            if asked < self.threshold[shard]:
+                return None
+            with os.scandir(directory) as entries:
+                listed = frozenset(entry.name for entry in entries if entry.is_file())
+        except OSError:
+            listed = frozenset()
+        self.listed[shard] = listed
+        return listed
 
 
 class CacheStore:
@@ -56,9 +102,10 @@ class CacheStore:
         self.stat_cache = StatCache(self.root / layout.STAT_CACHE_FILE)
         """Digest memo for `put_tree`, kept in this cache root."""
         self._objects = os.fspath(layout.object_dir(self.root))
+        self._trees = os.fspath(layout.tree_dir(self.root))
         self._actions = os.fspath(self.root / layout.ACTIONS)
-        """The blob directory as a string: a hit checks every blob it names, and building
-        a Path per check cost more than the check."""
+        """The blob, tree and entry directories as strings: a hit checks every blob it names,
+        and building a Path per check cost more than the check."""
 
     @property
     def instance(self) -> str:
@@ -184,7 +231,7 @@ class CacheStore:
 
     def get_bytes(self, digest: str) -> bytes:
         """A blob's bytes, verified against its digest."""
-        return self._read_verified(layout.object_path(self.root, digest), digest)
+        return self._read_verified(layout.sharded_name(self._objects, digest), digest)
 
     def open_blob(self, digest: str) -> BinaryIO:
         """An open binary file positioned at 0, whose content was verified first."""
@@ -233,18 +280,18 @@ class CacheStore:
         except FileNotFoundError as exc:
             raise _missing(digest) from exc
 
-    def _read_verified(self, path: Path, digest: str) -> bytes:
+    def _read_verified(self, path: Path | str, digest: str) -> bytes:
         try:
-            data = path.read_bytes()
+            data = read_small(path)
         except FileNotFoundError as exc:
             raise _missing(digest) from exc
         if digest_bytes(data) != digest:
             raise self._corrupt(path, digest)
         return data
 
-    def _corrupt(self, path: Path, digest: str) -> CacheError:
+    def _corrupt(self, path: Path | str, digest: str) -> CacheError:
         """Remove a corrupt object (a later lookup misses) and describe it."""
-        discard(path)
+        discard(Path(path))
         return CacheError(
             "cache_corrupt_object",
             f"object {digest} does not match its digest; it was removed",
@@ -305,9 +352,9 @@ class CacheStore:
 
     def get_tree(self, digest: str) -> TreeManifest:
         """A stored manifest, verified against its digest and validated."""
-        path = layout.tree_path(self.root, digest)
+        path = layout.sharded_name(self._trees, digest)
         data = self._read_verified(path, digest)
-        return TreeManifest.from_bytes(data, source=str(path))
+        return TreeManifest.from_bytes(data, source=path)
 
     def restore_tree(self, digest: str, dest: Path) -> TreeManifest:
         """Materialise a tree into `dest`, which must be missing or empty.
@@ -390,7 +437,8 @@ class CacheStore:
         `trees` memoises parsed manifests across calls (gc and verify pass one). `present`
         holds the outputs found complete, as `(type, digest)` (a tree: with every blob it
         names): they are not checked again. Only a caller holding `in_use()` across all its
-        calls may pass one (planning does), since gc cannot remove anything meanwhile.
+        calls may pass one (planning does), since gc cannot remove anything meanwhile; a
+        `PresentObjects` also lists the shard directories asked about most.
         """
         trees = {} if trees is None else trees
         missing: list[str] = []
@@ -398,22 +446,34 @@ class CacheStore:
             found = (output.type, output.digest)
             if present is not None and found in present:
                 continue
-            absent = self._missing_from(output.type, output.digest, trees)
+            absent = self._missing_from(output.type, output.digest, trees, present)
             if not absent and present is not None:
                 present.add(found)
             missing.extend(absent)
         return missing
 
     def _missing_from(
-        self, type: str, digest: str, trees: dict[str, TreeManifest | None]
+        self,
+        type: str,
+        digest: str,
+        trees: dict[str, TreeManifest | None],
+        present: set[tuple[str, str]] | None = None,
     ) -> list[str]:
         if type == "blob":
-            # A parsed entry's digests passed its model's pattern: no second check.
-            return [] if os.path.isfile(layout.shard_of(self._objects, digest)) else [digest]
+            return [] if self._has_blob_file(digest, present) else [digest]
         tree = self.tree_or_none(digest, trees)
         if tree is None:
             return [digest]
         return [_digest(e) for e in tree.files() if not self._blob_intact(e)]
+
+    def _has_blob_file(self, digest: str, present: set[tuple[str, str]] | None) -> bool:
+        """Whether blob `digest` is a file, from `present`'s listing of its shard when it
+        lists the name. A parsed entry's digests passed its model's pattern: no second check."""
+        if isinstance(present, PresentObjects):
+            listed = present.listing(self._objects, digest[:2])
+            if listed is not None and digest[2:] in listed:
+                return True
+        return os.path.isfile(layout.shard_of(self._objects, digest))
 
     def tree_or_none(
         self, digest: str, trees: dict[str, TreeManifest | None]
@@ -537,14 +597,18 @@ def read_action(path: Path | str, kind: str, key: str) -> ActionManifest | None:
 
 
 def read_small(path: Path | str) -> bytes:
-    """A small file's bytes through one descriptor and few reads: planning reads an entry per
-    node, and a buffered file object cost twice the read. A fifo planted in the cache reads
-    as empty (it is not waited on)."""
+    """A file's bytes through one descriptor and, for a small one, one read: planning reads
+    an entry per node and a no-op run a blob per view, and a buffered file object (what
+    `Path.read_bytes` opens) cost twice the read. A fifo planted in the cache reads as empty
+    (it is not waited on)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        chunks = [os.read(fd, SMALL_READ)]
-        while len(chunks[-1]) == SMALL_READ:
-            chunks.append(os.read(fd, SMALL_READ))
+        data = os.read(fd, SMALL_READ)
+        if len(data) < SMALL_READ:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, CHUNK):
+            chunks.append(chunk)
     finally:
         os.close(fd)
     return b"".join(chunks)

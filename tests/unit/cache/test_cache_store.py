@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agevalx.cache import ActionManifest, CacheError, CacheStore, OutputRef, layout
+from agevalx.cache.store import LIST_SHARD_AFTER, PresentObjects
 from agevalx.hashing import digest_bytes, digest_file
 
 pytestmark = pytest.mark.unit
@@ -255,3 +256,100 @@ def test_an_incomplete_output_never_enters_the_presence_memo(
     assert store.get_action("run", manifest.key, present) is None
     assert ("blob", blob) not in present
     assert ("tree", manifest.outputs["workspace"].digest) in present
+
+
+def _blobs_in_one_shard(store: CacheStore, count: int, shard: str = "5a") -> list[str]:
+    """Store `count` blobs whose digests all start with `shard`."""
+    digests: list[str] = []
+    seed = 0
+    while len(digests) < count:
+        data = f"blob {seed}".encode()
+        seed += 1
+        if digest_bytes(data).startswith(shard):
+            digests.append(store.put_bytes(data))
+    return digests
+
+
+def _blob_entries(store: CacheStore, digests: list[str]) -> list[ActionManifest]:
+    made = []
+    for index, digest in enumerate(digests):
+        manifest = ActionManifest.create(
+            "run", digest_bytes(b"key %d" % index), {"out": OutputRef(digest=digest, type="blob")}
+        )
+        store.put_action(manifest)
+        made.append(manifest)
+    return made
+
+
+def test_a_presence_memo_lists_a_shard_asked_about_often_and_trusts_only_what_it_lists(
+    store: CacheStore,
+) -> None:
+    """Past `LIST_SHARD_AFTER` checks in one small shard directory the memo lists it once;
+    a listed name answers for its blob, and a name the listing lacks is looked up: a blob
+    stored since (a remote pull) is found, one never stored is missing."""
+    first, later = 30, 2  # past the threshold of a one-block directory (4096 // 200)
+    digests = _blobs_in_one_shard(store, first + later + 1)
+    entries = _blob_entries(store, digests[: first + later])
+    # The blobs after `first` (and the absent one) are stored only after the listing.
+    for digest in digests[first:]:
+        layout.object_path(store.root, digest).unlink()
+    present = PresentObjects()
+    with store.in_use():
+        for manifest in entries[:first]:
+            assert store.get_action("run", manifest.key, present) == manifest
+        assert present.threshold["5a"] < first
+        assert set(present.listed["5a"]) == {digest[2:] for digest in digests[:first]}
+        for digest in digests[first : first + later]:
+            store.put_bytes(_data_of(digest))
+        for manifest in entries[first:]:
+            assert store.get_action("run", manifest.key, present) == manifest
+        absent = ActionManifest.create(
+            "run", "f" * 32, {"out": OutputRef(digest=digests[-1], type="blob")}
+        )
+        assert store.missing_outputs(absent, present=present) == [digests[-1]]
+
+
+def test_a_presence_memo_does_not_list_a_shard_asked_about_rarely(store: CacheStore) -> None:
+    entries = _blob_entries(store, _blobs_in_one_shard(store, LIST_SHARD_AFTER - 1))
+    present = PresentObjects()
+    with store.in_use():
+        for manifest in entries:
+            assert store.get_action("run", manifest.key, present) == manifest
+    assert present.listed == {}
+
+
+def test_a_listed_shard_entry_that_is_not_a_file_is_not_a_blob(store: CacheStore) -> None:
+    digests = _blobs_in_one_shard(store, 31)
+    entries = _blob_entries(store, digests)
+    planted = layout.object_path(store.root, digests[-1])
+    planted.unlink()
+    planted.mkdir()
+    present = PresentObjects()
+    with store.in_use():
+        for manifest in entries[:-1]:
+            assert store.get_action("run", manifest.key, present) == manifest
+        assert "5a" in present.listed
+        assert store.get_action("run", entries[-1].key, present) is None
+
+
+def _data_of(digest: str) -> bytes:
+    seed = 0
+    while digest_bytes(data := f"blob {seed}".encode()) != digest:
+        seed += 1
+    return data
+
+
+def test_a_blob_that_is_a_fifo_reads_as_corrupt_instead_of_blocking(store: CacheStore) -> None:
+    digest = store.put_bytes(b"some bytes")
+    path = layout.object_path(store.root, digest)
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(CacheError) as caught:
+        store.get_bytes(digest)
+    assert caught.value.code == "cache_corrupt_object"
+    assert not path.exists()
+
+
+def test_a_blob_past_one_read_is_read_whole(store: CacheStore) -> None:
+    data = bytes(range(256)) * 2000
+    assert store.get_bytes(store.put_bytes(data)) == data

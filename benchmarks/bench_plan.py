@@ -11,15 +11,23 @@ cached image exists). Prints median wall and CPU (user + sys) seconds and ratios
 machine the CPU figures and the ratios are the ones to compare. `--keep DIR` keeps (and on a
 later run reuses) the generated dataset and filled cache, which take minutes to make.
 
+With `--scale 1000,3000,10000` it instead plans a generated dataset of each size (made and
+filled under `--keep DIR/scale-<tasks>`, reused later: the 10,000-task cache takes about ten
+minutes to fill) and prints, per size, the median wall and CPU seconds, the CPU microseconds
+per node and the peak resident memory of the planning process (its `ru_maxrss`): the growth
+from one size to the next should be linear in nodes, and the peak below 1 GiB.
+
     .venv/bin/python benchmarks/bench_plan.py [--tasks 1000] [-k 3] [--runs 5] [--keep DIR]
-        [--run]
+        [--run] [--scale 1000,3000,10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +83,8 @@ def fill_cache(dataset: Path, cache: Path, k: int) -> int:
 
 
 GOAL_SECONDS = 0.5
+GOAL_PEAK_BYTES = 1 << 30
+"""The scale goal: a plan of 10,000 tasks x k=3 stays under 1 GiB resident."""
 
 
 def prepare(root: Path, tasks: int, k: int) -> tuple[Path, Path]:
@@ -99,6 +109,76 @@ def _marker(root: Path, tasks: int, k: int) -> Path:
     return root / f"ready-{tasks}x{k}"
 
 
+_MEASURER = """
+import json, os, subprocess, sys, time
+command, env, runs = json.loads(sys.argv[1])
+subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+found = []
+for _ in range(runs):
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        sys.exit(f"{' '.join(command)} exited with {child.returncode}")
+    found.append((wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024))
+print(json.dumps(found))
+"""
+"""Times `runs` new processes of a command (after one warm-up) from its own small process.
+A child's `ru_maxrss` counts what its parent had resident when it forked (Linux keeps the
+pre-exec peak): measured from this process, which filled a cache of 80,000 nodes, the peak
+of a small plan would read as this process's."""
+
+
+def measure(command: list[str], env: dict[str, str], runs: int) -> list[tuple[float, float, int]]:
+    """Wall and CPU (user + sys) seconds and peak resident bytes (`ru_maxrss`, KiB on Linux)
+    of `runs` new processes of `command`, each read from its own `wait4`."""
+    request = json.dumps([command, env, runs])
+    output = subprocess.run(
+        [sys.executable, "-c", _MEASURER, request], check=True, capture_output=True, text=True
+    ).stdout
+    return [(wall, cpu, int(peak)) for wall, cpu, peak in json.loads(output)]
+
+
+def scale(sizes: list[int], k: int, runs: int, keep: Path, env: dict[str, str]) -> None:
+    """Plan a generated dataset of each size in new processes; print time, time per node
+    and peak memory, and how each grows against the smallest size."""
+    ageval = str(Path(sys.executable).with_name("ageval"))
+    base = statistics.median(cpu for _, cpu, _ in measure([sys.executable, "-c", "pass"], env, 5))
+    rows = []
+    for tasks in sizes:
+        root = keep / f"scale-{tasks}"
+        root.mkdir(parents=True, exist_ok=True)
+        dataset, cache = prepare(root, tasks, k)
+        nodes = int(_marker(root, tasks, k).read_text())
+        command = [ageval, "graph", "show", str(dataset), "-k", str(k), "--json"]
+        found = measure(command, {**env, "AGEVAL_CACHE_DIR": str(cache)}, runs)
+        wall = statistics.median(wall for wall, _, _ in found)
+        cpu = statistics.median(cpu for _, cpu, _ in found)
+        peak = max(peak for _, _, peak in found)
+        rows.append((tasks, nodes, wall, cpu, peak))
+    print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
+    print(
+        f"{'tasks':>6} {'nodes':>6} {'wall s':>7} {'cpu s':>7} {'x python':>8} {'us/node':>7} "
+        f"{'vs first':>8} {'peak MiB':>8} {'KiB/node':>8}"
+    )
+    _, first_nodes, _, first_cpu, _ = rows[0]
+    for tasks, nodes, wall, cpu, peak in rows:
+        # `vs first`: CPU per node against the smallest size's (1.0: linear in nodes).
+        print(
+            f"{tasks:>6} {nodes:>6} {wall:>7.2f} {cpu:>7.2f} {cpu / max(base, 1e-3):>8.0f} "
+            f"{cpu / nodes * 1e6:>7.0f} {(cpu / nodes) / (first_cpu / first_nodes):>8.2f} "
+            f"{peak / (1 << 20):>8.0f} {peak / nodes / 1024:>8.1f}"
+        )
+    largest = rows[-1]
+    verdict = "met" if largest[4] <= GOAL_PEAK_BYTES else "NOT met"
+    print(
+        f"goal: time linear in nodes (`vs first` stays near 1), peak of "
+        f"{largest[0]} tasks <= 1 GiB: {verdict} ({largest[4] / (1 << 20):.0f} MiB)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
@@ -106,7 +186,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="Keep (and reuse) the dataset and cache here.")
     parser.add_argument("--run", action="store_true", help="Also time a no-op `ageval run`.")
+    parser.add_argument(
+        "--scale",
+        help="Comma-separated task counts (e.g. 1000,3000,10000): time and peak memory of "
+        "planning each size, instead of the ratios above.",
+    )
     args = parser.parse_args()
+    if args.scale:
+        sizes = sorted(int(size) for size in args.scale.split(","))
+        with tempfile.TemporaryDirectory(prefix="ageval-bench-scale-") as scratch:
+            keep = args.keep or Path(scratch)
+            scale(sizes, args.k, args.runs, keep, child_environment())
+        return
     with tempfile.TemporaryDirectory(prefix="ageval-bench-plan-") as scratch:
         root = args.keep or Path(scratch)
         root.mkdir(parents=True, exist_ok=True)

@@ -191,8 +191,7 @@ def _held_whole(dest: CacheStore, wanted: list[ActionId]) -> Closure:
     lacking = dest.missing_objects(held.objects)
     for action in [action for action, reach in held.reach.items() if reach & lacking]:
         del held.entries[action], held.reach[action]
-    for action in list(held.unusable):
-        del held.unusable[action]
+    held.unusable.clear()  # asked of the remote like the absent ones
     return held
 
 

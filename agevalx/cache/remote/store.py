@@ -359,13 +359,10 @@ class RemoteStore:
 
     def _object_path(self, obj: ObjectId) -> str:
         area = layout.OBJECTS if obj.type == "blob" else layout.TREES
-        digest = layout.check_digest(obj.digest)
-        return f"{self.base}/{area}/{ALGORITHM}/{digest[:2]}/{digest[2:]}"
+        return f"{self.base}/{area}/{ALGORITHM}/{_split_name(obj.digest)}"
 
     def _entry_path(self, action: ActionId) -> str:
-        kind = layout.check_kind(action.kind)
-        key = layout.check_digest(action.key, "key")
-        return f"{self.base}/{layout.ACTIONS}/{kind}/{key[:2]}/{key[2:]}"
+        return f"{self.base}/{layout.ACTIONS}/{_entry_name(action)}"
 
     def _area_root(self, area: str) -> str:
         if area in _DIGEST_AREAS:
@@ -585,15 +582,15 @@ def _wrapped(action: ActionId, data: bytes, path: str) -> RemoteEntry:
         raise _Untrusted("remote_entry_malformed", f"{action}: {exc.message[:300]}") from exc
 
 
-def _split_name(digest: str) -> str:
+def _split_name(digest: str, field: str = "digest") -> str:
     """The path of a digest under its area: `<2 hex>/<30 hex>`."""
-    digest = layout.check_digest(digest)
+    digest = layout.check_digest(digest, field)
     return f"{digest[:2]}/{digest[2:]}"
 
 
 def _entry_name(action: ActionId) -> str:
     """The path of an entry under `actions/`: `<kind>/<2 hex>/<30 hex>`."""
-    return f"{layout.check_kind(action.kind)}/{_split_name(layout.check_digest(action.key, 'key'))}"
+    return f"{layout.check_kind(action.kind)}/{_split_name(action.key, 'key')}"
 
 
 def _etag(value: object) -> str | None:

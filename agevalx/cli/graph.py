@@ -209,7 +209,7 @@ def explain_command(
     as_json: JsonOption = False,
 ) -> None:
     """Say why a node is stale: which of its inputs changed since it was last computed."""
-    from agevalx.graph import explain
+    from agevalx.graph.explain import explain
     from agevalx.operations.planning import plan
 
     harbor = harbor_options(

@@ -15,7 +15,8 @@ from typing import Any
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
 from agevalx.formats.base import dataset_of
-from agevalx.graph import Plan, explain
+from agevalx.graph.explain import explain
+from agevalx.graph.plan import Plan
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.binding import PROFILES_FILE
 from agevalx.operations.planning import PlanRequest, plan

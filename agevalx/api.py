@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from agevalx.cache.location import resolve_cache_dir
 from agevalx.cache.store import CacheStore
-from agevalx.lockfile.binding import BindingRequest
+from agevalx.lockfile.request import BindingRequest
 
 if TYPE_CHECKING:
     from agevalx.harbor.options import HarborOptions

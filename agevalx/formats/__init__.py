@@ -15,7 +15,7 @@ from agevalx.errors import UsageError
 if TYPE_CHECKING:
     from agevalx.formats.base import Dataset
     from agevalx.harbor.options import HarborOptions
-    from agevalx.lockfile.binding import BindingRequest
+    from agevalx.lockfile.request import BindingRequest
 
 
 def open_dataset(

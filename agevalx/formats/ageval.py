@@ -23,15 +23,14 @@ from agevalx.dataset.files import FileDigester
 from agevalx.dataset.loader import DatasetFiles, TaskSource, read_dataset, read_task
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
 from agevalx.fsutil import make_dirs
-from agevalx.lockfile.binding import BindingRequest
-from agevalx.lockfile.models import TaskLock
-from agevalx.lockfile.resolve import PROMPT_FILE, resolve_task_lock
+from agevalx.lockfile.request import BindingRequest
 
 if TYPE_CHECKING:
     from agevalx.agents.base import OracleLayout
     from agevalx.environments.attempt import AttemptEnvironment
     from agevalx.environments.container import AttemptContainer, ContainerSpec
     from agevalx.environments.standby import Network
+    from agevalx.lockfile.models import TaskLock
 
 DATASET_FILE = "ageval.yaml"
 
@@ -54,6 +53,8 @@ class AgevalDataset(Dataset):
         return read_task(self.files, task_id)
 
     def lock_task(self, task_id: str, digester: FileDigester) -> TaskLock:
+        from agevalx.lockfile.resolve import resolve_task_lock  # binding: only when locking
+
         return resolve_task_lock(self, self.load_task(task_id), self.binding, digester)
 
     def runtime(self, lock: TaskLock) -> TaskRuntime:
@@ -109,6 +110,8 @@ def _load_run_py(task_dir: Path) -> RunBody:
 
 def _default_run(ctx: Any, role: str) -> None:
     """The task's one agent role (not the evaluator's judge) given prompts/task.md."""
+    from agevalx.lockfile.resolve import PROMPT_FILE
+
     prompt_file = ctx.task_file(PROMPT_FILE)
     ctx.invoke(role, prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else "")
 

@@ -25,8 +25,7 @@ from agevalx.config.secrets import resolve_reference
 from agevalx.dataset.files import FileDigester
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.hashing import digest_file
-from agevalx.lockfile.binding import PROFILES_FILE, BindingRequest
-from agevalx.lockfile.models import TaskLock
+from agevalx.lockfile.request import PROFILES_FILE, BindingRequest
 
 if TYPE_CHECKING:
     from agevalx.agents.base import OracleLayout
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from agevalx.evaluation.result import EvaluationResult
     from agevalx.evaluation.session import ScoringSession
     from agevalx.graph.plan import Plan
+    from agevalx.lockfile.models import TaskLock
     from agevalx.results.models import AttemptResult
     from agevalx.runner.context import RunContext
     from agevalx.runner.snapshot import SnapshotRoots

@@ -67,8 +67,9 @@ from agevalx.harbor.separate import verify_separately
 from agevalx.harbor.spec import HarborTaskSpec
 from agevalx.harbor.summary import attempt_warnings, harbor_summary
 from agevalx.harbor.verifier import ORACLE_LOG, SOLVE_SCRIPT, healthcheck, run_verifier
-from agevalx.lockfile.binding import BindingRequest, bind_single_role
+from agevalx.lockfile.binding import bind_single_role
 from agevalx.lockfile.models import TaskLock
+from agevalx.lockfile.request import BindingRequest
 from agevalx.runner.snapshot import SnapshotRoots
 
 if TYPE_CHECKING:

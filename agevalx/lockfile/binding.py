@@ -29,6 +29,7 @@ from agevalx.dataset.loader import TaskSource, check_format
 from agevalx.errors import ConfigError, UsageError
 from agevalx.hashing import digest_file
 from agevalx.lockfile.models import LockedBinding, LockedRole
+from agevalx.lockfile.request import PROFILES_FILE, BindingRequest
 
 
 class Dataset(Protocol):
@@ -42,45 +43,8 @@ class Dataset(Protocol):
     def display(self) -> str: ...
 
 
-PROFILES_FILE = "profiles.yaml"
 DEFAULT_ROLE = "solver"
 UNLOCKED_OPTIONS = {"cap_add", "main_environment"}
-
-
-@dataclass(frozen=True)
-class BindingRequest:
-    """What the command line asks for."""
-
-    agent: str | None = None
-    model: str | None = None
-    profiles: Path | None = None
-    fork_model: str | None = None
-    """`--fork ... --model M`: every role of the task keeps its profile but talks to M."""
-    profiles_name: str | None = None
-    """The name the lock records for `profiles` when it is the copy an attempt kept of the
-    file it was bound with (a replay or fork of it): the original file's, so the lock is the
-    same."""
-
-    def check(self) -> None:
-        if self.agent is not None and self.profiles is not None:
-            raise UsageError(
-                "agent_profiles_conflict",
-                "--agent and --profiles cannot be used together",
-                field="--agent",
-                hint="bind agents either with one --agent or with a profiles file",
-            )
-        for flag, value in (("--agent", self.agent), ("--model", self.model)):
-            if value is not None and not value.strip():
-                raise UsageError(
-                    "empty_value", f"{flag} needs a non-empty value", field=flag, hint=None
-                )
-        if self.model is not None and self.agent is None:
-            raise UsageError(
-                "model_requires_agent",
-                "--model needs --agent",
-                field="--model",
-                hint="pass --agent NAME --model MODEL, or set model.id in profiles.yaml",
-            )
 
 
 @dataclass(frozen=True)
@@ -222,25 +186,6 @@ def split_model(agent: AgentDef, model: str) -> tuple[Provider, str]:
             f"(e.g. --model {agent.providers[0]}/MODEL)",
         )
     return named, rest
-
-
-def agent_key_value(name: str | None) -> Any:
-    """`--agent` as the lock's key reads it. A catalog agent's profile takes its endpoint from
-    the environment when the lock is made, so its key holds those variables too: the same
-    command with another `$OPENAI_BASE_URL` is another lock, never the cached one."""
-    if name and name.startswith("harbor:"):
-        from agevalx.harbor.agents import key_value
-
-        return key_value(name)
-    agent = catalog.agent(name) if name else None
-    if agent is None:
-        return name
-    variables = sorted(
-        provider.base_url_variable
-        for provider in map(provider_named, agent.providers)
-        if provider is not None
-    )
-    return [name, {variable: os.environ.get(variable) for variable in variables}]
 
 
 def catalog_profile(agent: AgentDef, provider: Provider) -> AgentProfile:

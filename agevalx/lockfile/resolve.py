@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 from agevalx.dataset.files import FileDigester, task_files
 from agevalx.dataset.loader import TaskSource
 from agevalx.errors import ConfigError
-from agevalx.lockfile.binding import BindingRequest, bind
+from agevalx.lockfile.binding import bind
 from agevalx.lockfile.models import LockedBinding, LockedDataset, LockedFeatures, TaskLock
+from agevalx.lockfile.request import BindingRequest
 
 if TYPE_CHECKING:
     from agevalx.formats.base import Dataset

@@ -11,9 +11,9 @@ from agevalx.graph.execute import execute
 from agevalx.graph.journal import record
 from agevalx.graph.plan import LOCK_KIND
 from agevalx.harbor.options import HarborOptions
-from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock, parse_lock
 from agevalx.lockfile.node import write_lock_view
+from agevalx.lockfile.request import BindingRequest
 from agevalx.operations.planning import PlanRequest, plan
 
 

@@ -17,7 +17,7 @@ from agevalx.formats.base import Dataset
 from agevalx.graph.plan import GraphRequest, Plan, plan_graph
 from agevalx.limits import MAX_K as MAX_K
 from agevalx.limits import MAX_PLANNED_ATTEMPTS as MAX_PLANNED_ATTEMPTS
-from agevalx.lockfile.binding import BindingRequest, agent_key_value
+from agevalx.lockfile.request import BindingRequest, agent_key_value
 
 if TYPE_CHECKING:
     from agevalx.harbor.options import HarborOptions  # only Harbor datasets load it

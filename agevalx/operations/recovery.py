@@ -11,7 +11,7 @@ from agevalx.environments.container import remove_leftover_containers
 from agevalx.errors import AgevalError, UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.graph.plan import Plan
-from agevalx.lockfile.binding import BindingRequest
+from agevalx.lockfile.request import BindingRequest
 from agevalx.operations.views import CHECKPOINT_INDEX, CutPoint, activity_records, cut_points
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityRecord

@@ -58,8 +58,8 @@ from agevalx.images.build import (
     reference_of,
     revalidate_images,
 )
-from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.node import task_lock
+from agevalx.lockfile.request import BindingRequest
 from agevalx.operations.lineage import Branch, record_branch, source_run_key
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.operations.recovery import source_binding

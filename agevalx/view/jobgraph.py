@@ -18,7 +18,7 @@ from agevalx.formats.base import dataset_of
 from agevalx.graph.explain import explain
 from agevalx.graph.plan import Plan
 from agevalx.lockfile import BindingRequest
-from agevalx.lockfile.binding import PROFILES_FILE
+from agevalx.lockfile.request import PROFILES_FILE
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.operations.run import SAMPLE_FILE
 from agevalx.results.models import AttemptResult, JobSummary

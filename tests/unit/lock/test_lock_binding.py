@@ -219,7 +219,7 @@ def test_unknown_agent_lists_the_catalog(make_dataset, lock_fails):
 
 
 def test_another_endpoint_in_the_environment_is_another_lock_key(make_dataset, monkeypatch):
-    from agevalx.lockfile.binding import agent_key_value
+    from agevalx.lockfile.request import agent_key_value
 
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8011/v1")
     first = agent_key_value("pi")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -22,7 +22,9 @@ from agevalx.fsutil import write_if_changed
 from agevalx.graph.nodes import Node, Status
 from agevalx.hashing import canonical_json
 from agevalx.results.paths import attempt_dir, attempt_id
-from agevalx.runner.activity import ActivityRecord
+
+if TYPE_CHECKING:
+    from agevalx.runner.activity import ActivityRecord
 
 BRANCHES_DIR = ".ageval/graph/branches"
 BranchKind = Literal["fork", "replay"]

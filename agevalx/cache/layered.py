@@ -15,6 +15,9 @@ two action methods also talk to a `RemoteStore`:
 
 The remote never fails an operation: its errors become warnings and counts in
 `remote.stats`, and after the first outage it is left alone for the rest of the session.
+
+The remote's modules and the transfer are imported only when a remote is used, so a command
+that imports `LayeredStore` (to ask whether its store is one) does not load them.
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agevalx.cache.backend import ActionId, ObjectId
 from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import ActionManifest
-from agevalx.cache.remote.stats import RemoteStats
-from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
-from agevalx.cache.transfer import transfer
+
+if TYPE_CHECKING:
+    from agevalx.cache.remote.stats import RemoteStats
+    from agevalx.cache.remote.store import RemoteStore
 
 
 class LayeredStore(CacheStore):
@@ -51,6 +56,8 @@ class LayeredStore(CacheStore):
         if found is not None:
             return found
         if self.remote.available:
+            from agevalx.cache.transfer import transfer
+
             report = transfer(self.remote, self, [ActionId(kind, key)], direction="pull")
             found = super().get_action(kind, key, present)
             for skipped in report.skipped if self.remote.available else []:
@@ -70,6 +77,8 @@ class LayeredStore(CacheStore):
             found[action] = super().get_action(action.kind, action.key)
         absent = [action for action, manifest in found.items() if manifest is None]
         if absent and self.remote.available:
+            from agevalx.cache.transfer import transfer
+
             report = transfer(self.remote, self, absent, direction="pull")
             for action in absent:
                 found[action] = super().get_action(action.kind, action.key)
@@ -90,6 +99,8 @@ class LayeredStore(CacheStore):
         if not self.remote.available:
             self.remote.stats.add(write_errors=1)
             return
+        from agevalx.cache.transfer import transfer
+
         report = transfer(self, self.remote, [ActionId.of(manifest)], direction="push")
         self.remote.stats.add(write_errors=len(report.skipped))
         for skipped in report.skipped if self.remote.available else []:

@@ -26,9 +26,7 @@ from agevalx.cache.errors import CacheError
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.layout import REF_NAME_RE, check_ref_name
 from agevalx.cache.manifest import ActionManifest, RefFile
-from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
-from agevalx.cache.transfer import TransferProgress, TransferReport, pull, push
 from agevalx.errors import UsageError
 from agevalx.fsutil import atomic_write
 from agevalx.hashing import digest_json
@@ -42,6 +40,8 @@ from agevalx.results.paths import attempt_dir, suite_dir
 from agevalx.results.records import FINISHED, JobRecord
 
 if TYPE_CHECKING:
+    from agevalx.cache.remote.store import RemoteStore
+    from agevalx.cache.transfer import TransferProgress, TransferReport
     from agevalx.reports.models import Report
 
 JOB_REF_PREFIX = "job."
@@ -162,6 +162,8 @@ def push_jobs(
     progress: TransferProgress | None = None,
 ) -> ShareReport:
     """Upload the jobs' records, entries and objects that the remote lacks, then their refs."""
+    from agevalx.cache.transfer import push  # the transfer: only a push or pull needs it
+
     refs = local_jobs(store)
     jobs, problems = find_jobs(store, refs, dataset_id=dataset_id, job_id=job_id)
     _require_some(jobs, dataset_id, job_id, "this cache")
@@ -189,6 +191,8 @@ def pull_jobs(
 ) -> ShareReport:
     """Download the jobs' records, entries and objects this cache lacks, keep their refs, and
     (given the dataset directory) write the dataset's `.ageval/` views of them."""
+    from agevalx.cache.transfer import pull
+
     refs = remote.list_refs()
     jobs, problems = find_jobs(remote, refs, dataset_id=dataset_id, job_id=job_id)
     _require_some(jobs, dataset_id, job_id, f"remote {remote.location}")

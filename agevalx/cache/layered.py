@@ -31,6 +31,7 @@ from agevalx.cache.backend import ActionId, ObjectId
 from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
+from agevalx.limits import REMOTE_ENV
 
 if TYPE_CHECKING:
     from agevalx.cache.remote.stats import RemoteStats
@@ -139,10 +140,10 @@ class LayeredStore(CacheStore):
 def open_cache(root: Path, remote: str | None = None) -> CacheStore:
     """The cache at `root`, layered over `remote` (a configured name or a URL) or over
     `$AGEVAL_REMOTE` when either is given; otherwise the local cache alone."""
-    from agevalx.cache.remote.config import REMOTE_ENV, open_remote
-
     if not (remote or os.environ.get(REMOTE_ENV)):
         return CacheStore(root)
+    from agevalx.cache.remote.config import open_remote
+
     with CacheStore(root) as local:
         opened = open_remote(local, remote)
     return LayeredStore(root, opened)

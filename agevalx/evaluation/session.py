@@ -21,7 +21,8 @@ from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, Cont
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
 from agevalx.environments.standby import Network, joined, standby
 from agevalx.lockfile.models import TaskLock
-from agevalx.runner.collect import CollectFailure, place
+from agevalx.runner.collect import place
+from agevalx.runner.output import CollectFailure
 
 if TYPE_CHECKING:
     from agevalx.gateway.recording import TrafficLog

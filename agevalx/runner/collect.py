@@ -4,8 +4,9 @@ At the end of the run stage, while the attempt container (and its compose servic
 run, each entry's `command` runs in its source container within `timeout_sec`, then its
 absolute `path` is copied out. The copies are stored as one tree (`<index>/file` or
 `<index>/dir`), a run output, so re-scoring after an evaluator edit never needs the agent's
-container again; the first entry that fails is recorded instead (`CollectFailure`) and the
-evaluate node reports it as an ERROR naming the entry.
+container again; the first entry that fails is recorded instead (`CollectFailure`, kept in the
+run node's meta: `runner/output.py`) and the evaluate node reports it as an ERROR naming the
+entry.
 """
 
 from __future__ import annotations
@@ -15,31 +16,16 @@ import shlex
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from agevalx.cache.store import CacheStore
 from agevalx.config.task import CollectEntry
 from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.container import AttemptContainer, find_container
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import AgevalError
+from agevalx.runner.output import CollectFailure
 
 FILE, DIRECTORY = "file", "dir"
 """How one entry's copy is kept under `<index>/` of the collected tree."""
-
-
-class CollectFailure(BaseModel):
-    """The first `evaluation.collect` entry that could not be collected."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    code: str
-    """`collect_command_failed`, `collect_timeout`, `collect_path_missing`,
-    `collect_service_missing` or `collect_copy_failed`."""
-    entry: str
-    """The entry at fault, `evaluation.collect[<index>]`."""
-    message: str
-    """What happened (names the entry and its path)."""
 
 
 class _Failed(Exception):

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from agevalx.cache.manifest import ActionManifest
 from agevalx.environments.container import HOME, WORKSPACE
 from agevalx.errors import AgevalError
-from agevalx.runner.collect import CollectFailure
-from agevalx.runner.snapshot import SnapshotRoots
+
+if TYPE_CHECKING:
+    from agevalx.runner.snapshot import SnapshotRoots
+
+
+class CollectFailure(BaseModel):
+    """The first `evaluation.collect` entry that could not be collected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    code: str
+    """`collect_command_failed`, `collect_timeout`, `collect_path_missing`,
+    `collect_service_missing` or `collect_copy_failed`."""
+    entry: str
+    """The entry at fault, `evaluation.collect[<index>]`."""
+    message: str
+    """What happened (names the entry and its path)."""
 
 
 class RunOutput(BaseModel):
@@ -49,6 +64,8 @@ class RunOutput(BaseModel):
 
     @property
     def roots(self) -> SnapshotRoots:
+        from agevalx.runner.snapshot import SnapshotRoots  # the snapshot: only a restore needs it
+
         return SnapshotRoots(workspace=self.workspace_root, home=HOME)
 
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agevalx.config.dataset import (
     ATTEMPT_KEYS,
@@ -14,9 +14,11 @@ from agevalx.config.dataset import (
 )
 from agevalx.config.loading import read_yaml_mapping, validate_model
 from agevalx.config.secrets import reject_literal_secrets
-from agevalx.config.task import FORBIDDEN_TASK_KEYS, TASK_FORMAT, TaskConfig
 from agevalx.dataset.files import check_top_level
 from agevalx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agevalx.config.task import TaskConfig
 
 DATASET_FILE = "ageval.yaml"
 TASK_FILE = "task.yaml"
@@ -123,6 +125,9 @@ def read_dataset(path: Path) -> DatasetFiles:
 
 def read_task(dataset: DatasetFiles, task_id: str) -> TaskSource:
     """Read and validate one member task's task.yaml (the task id must be listed)."""
+    # The task's models: only a task that is read (its lock is not cached) needs them.
+    from agevalx.config.task import FORBIDDEN_TASK_KEYS, TASK_FORMAT, TaskConfig
+
     directory = dataset.root / dataset.config.tasks.root / task_id
     display = f"{dataset.display}/{dataset.config.tasks.root}/{task_id}"
     config_display = f"{display}/{TASK_FILE}"

@@ -24,12 +24,13 @@ def _path(dataset_root: Path, identity: str) -> Path:
     return dataset_root.joinpath(JOURNAL_DIR, kind, f"{digest_bytes(identity.encode())}.json")
 
 
-def record(dataset_root: Path, node: Node) -> None:
-    """Record a finished node's inputs under its identity."""
+def record(dataset_root: Path, node: Node) -> Path:
+    """Record a finished node's inputs under its identity; the journal file."""
     entry = {"id": node.id, "key": node.key, "inputs": node.inputs, "parents": node.parents}
     data = canonical_json(entry)
     path = _path(dataset_root, node.id)
     write_if_changed(path, data)
+    return path
 
 
 def last_recorded(dataset_root: Path, identity: str) -> dict[str, Any] | None:

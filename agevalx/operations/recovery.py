@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import remove_leftover_containers
 from agevalx.errors import AgevalError, UsageError
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import write_if_changed
 from agevalx.graph.plan import Plan
 from agevalx.lockfile.request import BindingRequest
 from agevalx.operations.views import CHECKPOINT_INDEX, CutPoint, activity_records, cut_points
@@ -168,8 +168,8 @@ def record_profiles(directory: Path, profiles: Path | None, name: str | None) ->
         content = profiles.read_bytes()
     except OSError:  # the lock read it a moment ago; a file gone since is not worth failing
         return
-    atomic_write(directory / BINDING_PROFILES, content)
-    atomic_write(directory / BINDING_FILE, json.dumps({"profiles_file": name}).encode())
+    write_if_changed(directory / BINDING_PROFILES, content)
+    write_if_changed(directory / BINDING_FILE, json.dumps({"profiles_file": name}).encode())
 
 
 def source_binding(dataset: Path, attempt: str, store: CacheStore) -> BindingRequest:

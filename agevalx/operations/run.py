@@ -25,7 +25,7 @@ from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
-from agevalx.hashing import digest_json
+from agevalx.hashing import digest_bytes, digest_json
 from agevalx.images.build import revalidate_images
 from agevalx.lockfile.node import write_lock_view
 from agevalx.operations.job import admission, continue_interrupted, retry_policy
@@ -43,6 +43,7 @@ from agevalx.operations.recovery import (
 from agevalx.operations.request import RunRequest
 from agevalx.operations.share import checkpoint_keys, record_job
 from agevalx.operations.views import CHECKPOINT_INDEX, write_attempt_views, write_checkpoint_index
+from agevalx.operations.viewstamp import current_results, views_digest, write_stamp
 from agevalx.results.build import (
     attempt_result,
     attempts_of,
@@ -428,19 +429,68 @@ def _write_views(
     request: RunRequest,
     callbacks: _Callbacks,
 ) -> RunOutcome:
-    keep_recovery_state = request.keep_recovery_state
     budget = callbacks.budget
     actions = {item.node.id: item.node.action for item in report.nodes if item.node.action}
     actions.update(report.actions)
-    outcomes = {item.node.id: item.outcome for item in report.nodes}
-    errors: dict[str, AgevalError] = {
-        item.node.id: item.error for item in report.nodes if item.error is not None
-    }
-    retried = {item.node.id: item.retried for item in report.nodes if item.retried is not None}
-    tries = {item.node.id: item.tries for item in report.nodes if item.tries}
-    skipped = {item.node.id for item in report.nodes if item.outcome == "skipped"}
     root = planned.dataset.root
-    forked = any("fork" in node.payload for node in planned.nodes() if node.kind == "run")
+    stamp = _stamp_of(planned, report, request)
+    results = current_results(root, *stamp) if stamp is not None else None
+    not_run = 0
+    if results is None:  # the views are written (again), unless the stamp vouches for them
+        written = _write_node_views(planned, report)
+        results, not_run = _write_attempt_views(planned, store, report, request, actions, budget)
+        if stamp is not None:
+            directories = [attempt_dir(root, result.attempt_id) for result in results]
+            write_stamp(root, *stamp, directories, written, results)
+    summary, path = None, None
+    if "summary:job" in planned.graph:
+        node = planned.node("summary:job")
+        action = actions.get(node.id)
+        if action is not None:
+            summary = JobSummary.model_validate(
+                json.loads(store.get_bytes(action.outputs["summary"].digest))
+            )
+        else:
+            k = max((result.attempt for result in results), default=0) + 1
+            summary = job_summary(planned, results, k, node.key, request.limits.count_infra_as_fail)
+        summary.run = job_run(report, budget, not_run, callbacks.gateway)
+        path = _write_summary(planned, summary)
+    outcome = RunOutcome(planned, report, results, summary, path)
+    outcome.not_run = not_run
+    return outcome
+
+
+def _stamp_of(
+    planned: Plan, report: ExecutionReport, request: RunRequest
+) -> tuple[str, str] | None:
+    """The job's summary key and the digest of what its views are made from, when they can
+    be stamped (see `agevalx.operations.viewstamp`): a job with a summary node, not a fork,
+    whose every node was reused."""
+    if "summary:job" not in planned.graph or _forked(planned):
+        return None
+    profiles = request.binding.profiles
+    try:
+        profiles_digest = digest_bytes(profiles.read_bytes()) if profiles is not None else None
+    except OSError:
+        return None
+    options = {
+        "root": str(planned.dataset.root),
+        "keep_recovery_state": request.keep_recovery_state,
+        "profiles": [str(profiles), profiles_digest],
+    }
+    digest = views_digest(report.nodes, attempts_of(planned), options)
+    return None if digest is None else (planned.node("summary:job").key, digest)
+
+
+def _forked(planned: Plan) -> bool:
+    return any("fork" in node.payload for node in planned.nodes() if node.kind == "run")
+
+
+def _write_node_views(planned: Plan, report: ExecutionReport) -> list[Path]:
+    """The journal record of every finished node and the lock views; the files written."""
+    root = planned.dataset.root
+    forked = _forked(planned)
+    written: list[Path] = []
     for item in report.nodes:
         if item.outcome in ("reused", "computed"):
             # A fork's nodes share their source's identities: they are recorded as a branch,
@@ -450,9 +500,31 @@ def _write_views(
                 record_branch(root, branch)
             if forked:
                 continue
-            record(root, item.node)
+            written.append(record(root, item.node))
             if item.node.kind == "lock":
-                write_lock_view(root, item.node)
+                written.append(write_lock_view(root, item.node))
+    return written
+
+
+def _write_attempt_views(
+    planned: Plan,
+    store: CacheStore,
+    report: ExecutionReport,
+    request: RunRequest,
+    actions: dict[str, ActionManifest],
+    budget: JobBudget,
+) -> tuple[list[AttemptResult], int]:
+    """Each attempt's result and views (`.ageval/runs/<attempt>/`); the results, and how many
+    attempts the spend limit kept from starting."""
+    keep_recovery_state = request.keep_recovery_state
+    outcomes = {item.node.id: item.outcome for item in report.nodes}
+    errors: dict[str, AgevalError] = {
+        item.node.id: item.error for item in report.nodes if item.error is not None
+    }
+    retried = {item.node.id: item.retried for item in report.nodes if item.retried is not None}
+    tries = {item.node.id: item.tries for item in report.nodes if item.tries}
+    skipped = {item.node.id for item in report.nodes if item.outcome == "skipped"}
+    root = planned.dataset.root
     results = []
     not_run = 0
     for task_id, attempt in attempts_of(planned):
@@ -477,22 +549,7 @@ def _write_views(
         if (keep_recovery_state or (kept and kept.keep_recovery_state)) and run_action:
             write_checkpoint_index(attempt_dir(root, result.attempt_id), store, run_action)
         results.append(result)
-    summary, path = None, None
-    if "summary:job" in planned.graph:
-        node = planned.node("summary:job")
-        action = actions.get(node.id)
-        if action is not None:
-            summary = JobSummary.model_validate(
-                json.loads(store.get_bytes(action.outputs["summary"].digest))
-            )
-        else:
-            k = max((result.attempt for result in results), default=0) + 1
-            summary = job_summary(planned, results, k, node.key, request.limits.count_infra_as_fail)
-        summary.run = job_run(report, budget, not_run, callbacks.gateway)
-        path = _write_summary(planned, summary)
-    outcome = RunOutcome(planned, report, results, summary, path)
-    outcome.not_run = not_run
-    return outcome
+    return results, not_run
 
 
 def job_run(

@@ -1,0 +1,159 @@
+"""The views stamp: a no-op run checks its views instead of writing them again.
+
+A run whose every node was reused writes the same views as the run before it: the same
+`result.json`, activity, transcript and journal files. Reading each back to compare costs
+about half a millisecond per attempt. Instead, after the views of a job are written, the
+stamp records:
+
+- a digest of everything the views are made from: every node's key, entry and outputs,
+  the attempts, the `--profiles` file's bytes and the options that shape the views (a key
+  holds the ageval release that made it);
+- the state (`lstat`: inode, size, mode, mtime and ctime) of every file and directory of
+  the views: each attempt's directory, walked, and each journal and lock view file;
+- the attempts' results, in a second file beside it.
+
+The next run with the same digest `lstat`s those paths. If every state is the same, the
+views are current: the results are read from the stamp, and nothing is read or written.
+Any difference (a file edited, deleted or added, another job writing an attempt again)
+falls back to writing the views, which writes a new stamp.
+
+The stamp is an accelerator, never part of a key, and safe to delete. A state is trusted
+only when the path last changed at least `RACY_WINDOW_NS` before the stamp was recorded
+(git's "racily clean" rule): a file changed again within the clock tick it was written in
+keeps its mtime, but no path keeps its ctime, and no archive or copy can set a ctime, so a
+dataset cannot ship a stamp that vouches for its own files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from agevalx.cache.statcache import RACY_WINDOW_NS
+from agevalx.fsutil import STATE_DIR, atomic_write
+from agevalx.graph.execute import NodeReport
+from agevalx.results.models import AttemptResult
+
+STAMP_DIR = f"{STATE_DIR}/stamps"
+STAMP_FORMAT = 1
+"""Raised when what the views hold, or how they are written, changes."""
+
+_RESULTS = TypeAdapter(list[AttemptResult])
+
+_State = tuple[int, int, int, int, int]
+"""inode, size, mode, mtime_ns, ctime_ns"""
+
+
+def stamp_path(dataset_root: Path, summary_key: str) -> Path:
+    """Where the stamp of a job's views lives (one per job, named by its summary key)."""
+    return dataset_root.joinpath(STAMP_DIR, f"{summary_key}.json")
+
+
+def views_digest(
+    nodes: Sequence[NodeReport],
+    attempts: Iterable[tuple[str, int]],
+    options: dict[str, object],
+) -> str | None:
+    """The digest of what a job's views are made from, or None when they cannot be
+    stamped: a node was computed, failed, skipped or retried in this invocation."""
+    digest = hashlib.sha256(f"ageval views {STAMP_FORMAT}\n".encode())
+    digest.update(json.dumps(options, sort_keys=True, default=str).encode())
+    for item in sorted(nodes, key=lambda item: item.node.id):
+        action = item.action or item.node.action
+        if item.outcome != "reused" or item.error is not None or item.tries or item.retried:
+            return None
+        if action is None:
+            return None
+        outputs = ",".join(f"{name}={ref.digest}" for name, ref in sorted(action.outputs.items()))
+        digest.update(f"\n{item.node.id} {item.node.key} {action.created} {outputs}".encode())
+    digest.update(json.dumps(sorted(attempts)).encode())
+    return digest.hexdigest()
+
+
+def _state(info: os.stat_result) -> _State:
+    return (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _walk(directory: Path, found: dict[str, _State], base: Path) -> None:
+    """The states of `directory` and of everything below it, without following links."""
+    try:
+        found[str(directory.relative_to(base))] = _state(os.lstat(directory))
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            _walk(Path(entry.path), found, base)
+            continue
+        try:
+            found[str(Path(entry.path).relative_to(base))] = _state(
+                entry.stat(follow_symlinks=False)
+            )
+        except OSError:
+            continue
+
+
+def write_stamp(
+    dataset_root: Path,
+    summary_key: str,
+    digest: str,
+    directories: Iterable[Path],
+    files: Iterable[Path],
+    results: list[AttemptResult],
+) -> None:
+    """Record the views just written: the states of `directories` (walked) and `files`,
+    and the results. Best effort: a stamp that cannot be written is no stamp."""
+    recorded_ns = time.time_ns()
+    base = dataset_root / STATE_DIR
+    states: dict[str, _State] = {}
+    try:
+        for directory in directories:
+            _walk(directory, states, base)
+        for path in files:
+            try:
+                states[str(path.relative_to(base))] = _state(os.lstat(path))
+            except OSError:
+                continue
+        document = {
+            "format": STAMP_FORMAT,
+            "digest": digest,
+            "recorded_ns": recorded_ns,
+            "states": states,
+        }
+        path = stamp_path(dataset_root, summary_key)
+        # The results are checked by the same model as result.json, parsed from JSON bytes.
+        atomic_write(path.with_suffix(".results.json"), _RESULTS.dump_json(results))
+        atomic_write(path, json.dumps(document, separators=(",", ":")).encode())
+    except (OSError, ValueError):
+        return
+
+
+def current_results(
+    dataset_root: Path, summary_key: str, digest: str
+) -> list[AttemptResult] | None:
+    """The results the stamp holds when the views it recorded are current, else None."""
+    try:
+        path = stamp_path(dataset_root, summary_key)
+        document = json.loads(path.read_bytes())
+        if document.get("format") != STAMP_FORMAT or document.get("digest") != digest:
+            return None
+        trusted_before = int(document["recorded_ns"]) - RACY_WINDOW_NS
+        states = document["states"]
+        base = str(dataset_root / STATE_DIR)
+        for relative, state in states.items():
+            if relative.startswith("/") or ".." in relative.split("/"):
+                return None
+            info = os.lstat(os.path.join(base, relative))
+            if list(_state(info)) != state:
+                return None
+            if info.st_mtime_ns >= trusted_before or info.st_ctime_ns >= trusted_before:
+                return None
+        return _RESULTS.validate_json(path.with_suffix(".results.json").read_bytes())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
+        return None

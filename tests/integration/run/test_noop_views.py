@@ -1,0 +1,67 @@
+"""A no-op `ageval run` checks its views by the stamp instead of writing them again, and a
+view edited or deleted since is written again all the same."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.cli import main
+from agevalx.operations import viewstamp
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNCASES = ROOT / "tests/integration/data/runcases"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], dataset: Path) -> dict[str, Any]:
+    code = main(["run", str(dataset), "--task", "echo-pass", "-k", "2", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    return document
+
+
+def stamps(dataset: Path) -> dict[str, int]:
+    """The stamp files and their mtimes."""
+    directory = dataset / viewstamp.STAMP_DIR
+    return {path.name: path.stat().st_mtime_ns for path in sorted(directory.iterdir())}
+
+
+def test_a_noop_run_trusts_its_stamp_until_a_view_changes(
+    copy_dataset, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(viewstamp, "RACY_WINDOW_NS", 0)  # no clock tick to wait out
+    dataset = copy_dataset(RUNCASES)
+    first = run_json(capsys, dataset)
+    assert first["counts"]["computed"] > 0
+    assert not (dataset / viewstamp.STAMP_DIR).exists()  # nodes ran: nothing to stamp
+
+    second = run_json(capsys, dataset)  # every node reused: views checked, then stamped
+    assert second["counts"]["computed"] == 0
+    stamped = stamps(dataset)
+    assert len(stamped) == 2  # the states, and the results beside them
+
+    third = run_json(capsys, dataset)
+    assert stamps(dataset) == stamped  # the stamp vouched for the views: not written again
+    assert third["results"] == second["results"]
+
+    runs = dataset / ".ageval/runs"
+    attempts = [result["attempt_id"] for result in second["results"]]
+    views = {
+        (attempt, name): (runs / attempt / name).read_bytes()
+        for attempt in attempts
+        for name in ("result.json", "activity.jsonl")
+    }
+    (runs / attempts[0] / "result.json").write_text('{"status": "PASS", "score": 99}')
+    (runs / attempts[1] / "activity.jsonl").unlink()
+    fourth = run_json(capsys, dataset)
+    assert fourth["counts"]["computed"] == 0
+    assert fourth["results"] == second["results"]
+    for attempt in attempts:  # both views are the cache's again
+        for name in ("result.json", "activity.jsonl"):
+            assert (runs / attempt / name).read_bytes() == views[attempt, name]
+    assert stamps(dataset) != stamped

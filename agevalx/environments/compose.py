@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
-from agevalx.environments.owners import owner_labels
+from agevalx.environments.owners import made_labels
 
 COMPOSE_FILES = ("compose.yaml", "docker-compose.yaml", "compose.yml", "docker-compose.yml")
 MAIN = "main"
@@ -180,7 +180,7 @@ class ComposeProject:
                 hint="drop network_mode (the agent then reaches the services by name), or "
                 "use egress: open",
             )
-        cleaned = _labelled(cleaned, {LABEL: "compose", **(labels or {}), **owner_labels()})
+        cleaned = _labelled(cleaned, {LABEL: "compose", **(labels or {}), **made_labels()})
         if fence is not None:
             cleaned = _fenced(cleaned, fence)
         scratch = tempfile.TemporaryDirectory(prefix="ageval-compose-")

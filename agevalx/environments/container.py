@@ -24,7 +24,7 @@ from agevalx.environments.archive import ChunkReader, extract_stream, tar_direct
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
 from agevalx.environments.gpus import check_gpus
 from agevalx.environments.names import docker_name
-from agevalx.environments.owners import owner_labels
+from agevalx.environments.owners import made_labels, owner_labels
 from agevalx.fsutil import open_inside
 
 WORKSPACE = "/attempt/workspace"
@@ -102,7 +102,7 @@ def container_labels(spec: ContainerSpec) -> dict[str, str]:
         LABEL: "attempt",
         f"{LABEL}.session": SESSION,
         **dict(spec.labels),
-        **owner_labels(),
+        **made_labels(),
     }
 
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from docker.errors import DockerException
 
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
-from agevalx.environments.owners import owner_labels, reap_networks
+from agevalx.environments.owners import made_labels, owner_labels, reap_networks
 
 if TYPE_CHECKING:
     from agevalx.environments.container import ContainerSpec
@@ -155,7 +155,7 @@ def _start_proxy(
             network=outside or "bridge",
             extra_hosts={HOST_ALIAS: "host-gateway"},
             volumes={str(PROXY_SCRIPT): {"bind": "/ageval/egress_proxy.py", "mode": "ro"}},
-            labels=labels,
+            labels={**labels, **made_labels()},
         )
     except DockerException as exc:
         raise EnvironmentFailure(

@@ -34,6 +34,11 @@ OWNER_HOST = f"{LABEL}.owner.host"
 OWNER_MACHINE = f"{LABEL}.owner.machine"
 OWNER_PID = f"{LABEL}.owner.pid"
 OWNER_START = f"{LABEL}.owner.start"
+OWNER_MADE = f"{LABEL}.owner.made"
+"""A nonce ageval sets on each container (and compose project) it creates. An image keeps the
+labels of what it was made from, so a container a user starts by hand from an ageval image
+inherits the image's owner labels, naming a process that is long gone; it never has a nonce
+of its own, different from its image's, and so is never taken for ageval's."""
 ADOPTS = f"{LABEL}.adopts"
 """Label of an adoption marker: the id of the container a live process took over."""
 
@@ -130,6 +135,12 @@ def owner_labels() -> dict[str, str]:
     return this_process().labels()
 
 
+def made_labels() -> dict[str, str]:
+    """The labels of a container ageval creates now: this process as the owner, and a fresh
+    `OWNER_MADE` nonce."""
+    return {**owner_labels(), OWNER_MADE: uuid.uuid4().hex}
+
+
 def is_alive(owner: Owner) -> bool:
     """Whether `owner` still runs. Owners on other hosts cannot be checked: they count as
     alive, so nothing of theirs is ever removed."""
@@ -188,8 +199,11 @@ def reap_orphans() -> ReapReport:
         containers = engine.api.containers(all=True, filters={"label": host})
         volumes = engine.api.volumes(filters={"label": host}).get("Volumes") or []
         spared = _adopted(volumes)
+        image_nonces: dict[str, str | None] = {}
         for found in containers:
             if found["Id"] in spared or not dead_here(found.get("Labels")):
+                continue
+            if not _made_by_ageval(engine, found, image_nonces):
                 continue
             with _unless_gone():
                 engine.api.remove_container(found["Id"], force=True, v=True)
@@ -230,6 +244,24 @@ def reap_networks(names: Iterable[str]) -> list[str]:
     except (EnvironmentFailure, docker.errors.DockerException, OSError):
         pass
     return removed
+
+
+def _made_by_ageval(
+    engine: Any, found: dict[str, Any], image_nonces: dict[str, str | None]
+) -> bool:
+    """Whether ageval created this container: it has an `OWNER_MADE` nonce that its image
+    does not (a container started from an image inherits the image's labels)."""
+    nonce = (found.get("Labels") or {}).get(OWNER_MADE)
+    if not nonce:
+        return False
+    image = str(found.get("ImageID") or "")
+    if image not in image_nonces:
+        try:
+            labels = engine.api.inspect_image(image)["Config"].get("Labels") or {}
+            image_nonces[image] = labels.get(OWNER_MADE)
+        except (docker.errors.DockerException, KeyError, TypeError):
+            image_nonces[image] = None  # its image is gone: nothing can be inherited from it
+    return bool(nonce != image_nonces[image])
 
 
 def _adopted(volumes: list[dict[str, Any]]) -> set[str]:

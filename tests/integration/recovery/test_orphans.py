@@ -25,7 +25,13 @@ import yaml
 
 from agevalx.cli import main
 from agevalx.environments.engine import client
-from agevalx.environments.owners import OWNER_HOST, OWNER_PID, OWNER_START, process_start
+from agevalx.environments.owners import (
+    OWNER_HOST,
+    OWNER_MADE,
+    OWNER_PID,
+    OWNER_START,
+    process_start,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
@@ -173,11 +179,28 @@ def test_a_plain_run_reaps_what_killed_runs_left(copy_dataset, tmp_path, capsys)
 
 
 def _owned_container(owner: dict[str, str], mark: str) -> str:
-    labels = {"ageval": "attempt", "ageval.attempt": mark, **owner}
+    labels = {"ageval": "attempt", "ageval.attempt": mark, OWNER_MADE: uuid.uuid4().hex, **owner}
     container = client().containers.run(
         IMAGE, ["sleep", "infinity"], detach=True, init=True, labels=labels
     )
     return str(container.id)
+
+
+def _started_by_hand_from_an_image_of(owner: dict[str, str], mark: str) -> tuple[str, str]:
+    """A container a user starts from an image ageval made (here: committed from a container
+    of `owner`): it inherits the image's labels, owner and nonce. Its id and the image's."""
+    made = client().containers.create(
+        IMAGE, ["true"], labels={"ageval": "attempt", OWNER_MADE: uuid.uuid4().hex, **owner}
+    )
+    try:
+        image = made.commit(repository="ageval-test-orphans", tag=mark)
+    finally:
+        made.remove(force=True)
+    container = client().containers.run(
+        image.id, ["sleep", "infinity"], detach=True, init=True, labels={"ageval.attempt": mark}
+    )
+    assert container.labels[OWNER_PID] == owner[OWNER_PID]  # inherited from the image
+    return str(container.id), str(image.id)
 
 
 def _exists(container_id: str) -> bool:
@@ -201,6 +224,8 @@ def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_pa
         "other host": _owned_container({**live, OWNER_HOST: f"not-{host}", OWNER_PID: "1"}, mark),
         "ended": _owned_container({**live, OWNER_PID: str(ended.pid)}, mark),
     }
+    by_hand, image = _started_by_hand_from_an_image_of({**live, OWNER_PID: str(ended.pid)}, mark)
+    made["by hand"] = by_hand
     concurrent = start_run(dataset, "three-steps")
     try:
         deadline = time.monotonic() + 90
@@ -215,6 +240,7 @@ def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_pa
             "the container of a concurrent ageval was removed"
         )
         assert _exists(made["live helper"]) and _exists(made["other host"])
+        assert _exists(made["by hand"]), "a user's container of an ageval image was reaped"
         assert not _exists(made["pid reused"]) and not _exists(made["ended"])
         assert concurrent.wait(timeout=180) == 0, "the concurrent run failed"
     finally:
@@ -226,6 +252,8 @@ def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_pa
         for container_id in made.values():
             with contextlib.suppress(Exception):
                 client().containers.get(container_id).remove(force=True)
+        with contextlib.suppress(Exception):
+            client().images.remove(image, force=True)
 
 
 def test_a_resume_reattaches_the_dead_owners_container(copy_dataset, tmp_path, capsys) -> None:

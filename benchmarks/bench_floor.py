@@ -91,8 +91,9 @@ OWNER_PID = "ageval.owner.pid"
 """Labels ageval's containers with the process that made them (`environments.owners`)."""
 UNOWNED = {"ageval.owner.host": "", OWNER_PID: ""}
 """Blanks the owner labels a container inherits from ageval's task image, which name the
-process that built it: once it has ended, any `ageval run` on this host would remove the
-floor's containers as its orphans (`owners.reap_orphans`)."""
+process that built it, so that nothing counting ageval's containers by owner takes the
+floor's for ageval's (the orphan sweep takes only containers with a nonce of their own,
+`owners.OWNER_MADE`, which a container started from an image never has)."""
 TASK_IMAGES = "ageval/env"
 """ageval's task images, tagged by their node key (`images.build.image_tag`)."""
 COMMITTED = "ageval/run"

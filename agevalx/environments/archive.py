@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import time
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -34,6 +35,26 @@ def tar_files(files: dict[str, tuple[bytes, int]]) -> bytes:
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(content), mode
             archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def tar_directories(paths: Iterable[str]) -> bytes:
+    """A tar that makes the absolute directories `paths` and their parents when extracted at
+    `/` (root's, mode 0755, modified now: what `mkdir -p` as root makes). A directory that
+    exists already takes that owner, mode and time."""
+    buffer = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        made: set[str] = set()
+        for path in paths:
+            relative = PurePosixPath(path.strip("/"))
+            for directory in [*reversed(relative.parents[:-1]), relative]:
+                if str(directory) in made:
+                    continue
+                made.add(str(directory))
+                info = tarfile.TarInfo(str(directory))
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+                archive.addfile(info)
     return buffer.getvalue()
 
 

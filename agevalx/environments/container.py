@@ -20,7 +20,13 @@ from typing import IO, Any, BinaryIO, TypeVar
 import docker
 from docker.models.containers import _create_container_args
 
-from agevalx.environments.archive import ChunkReader, extract_stream, tar_directory, tar_files
+from agevalx.environments.archive import (
+    ChunkReader,
+    extract_stream,
+    tar_directories,
+    tar_directory,
+    tar_files,
+)
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
 from agevalx.environments.gpus import check_gpus
 from agevalx.environments.names import docker_name
@@ -79,7 +85,7 @@ class ContainerSpec:
     answers that name."""
     attempt_dirs: bool = True
     """Make /attempt/workspace, /attempt/home and /attempt/.ageval as the container starts
-    (one exec); off for a container whose commands make what they need themselves (a
+    (one copy in, or one exec where the image runs as another user than root); off for a container whose commands make what they need themselves (a
     container with a `user` always gets them, owned by that user)."""
     hardened: bool = False
     """No capabilities, no privilege gain (setuid), a read-only root filesystem (with
@@ -190,10 +196,16 @@ class AttemptContainer:
         if not (spec.attempt_dirs or spec.user):
             return started
         try:
-            setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
-            if spec.user:
-                setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"
-            started.root_exec(setup)
+            if not spec.user and _image_runs_as_root(spec.image):
+                # One copy in, where an exec would start a process in the container. It sets
+                # the owner and mode of a directory the image has already: only where the
+                # image's processes run as root, whom neither concerns.
+                started.put_archive("/", tar_directories((WORKSPACE, HOME, PRIVATE)))
+            else:
+                setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
+                if spec.user:
+                    setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"
+                started.root_exec(setup)
         except BaseException:
             started.remove()
             raise
@@ -520,6 +532,22 @@ def _create_and_start(arguments: dict[str, Any]) -> Any:
 _removals: set[Future[Any]] = set()
 _removals_lock = threading.Lock()
 _session_removal_hooks: list[Callable[[], None]] = []
+
+
+_ROOT_USERS = ("", "root", "0", "root:root", "0:0")
+_image_users: dict[str, bool] = {}
+
+
+def _image_runs_as_root(image: str) -> bool:
+    """Whether `image`'s configured user is root (asked once per image and process); False
+    when the engine cannot say."""
+    if image not in _image_users:
+        try:
+            user = client().api.inspect_image(image).get("Config", {}).get("User") or ""
+        except (docker.errors.DockerException, EnvironmentFailure, AttributeError):
+            return False
+        _image_users[image] = str(user) in _ROOT_USERS
+    return _image_users[image]
 
 
 @cache

@@ -6,6 +6,7 @@ Python whose modules come precompiled."""
 from __future__ import annotations
 
 import collections
+import io
 import math
 import time
 from pathlib import Path
@@ -47,7 +48,7 @@ def session_events(started: float) -> collections.Counter[str]:
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_three_containers_four_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_three_containers_three_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -60,15 +61,16 @@ def test_a_fresh_attempt_uses_three_containers_four_execs_and_leaves_nothing(
     # the attempt container, the scoring container, and the placeholder holding the scoring
     # container's network namespace, started while the run stage ran
     assert events["create"] == 3 and events["destroy"] == 3, events
-    # environment: mkdir; oracle: solve.sh (the image's shell was asked once, by the first
-    # run of this process); the checkpoint after the invocation: one stat listing (the final
-    # snapshot is that checkpoint's: nothing happened since); scoring: the evaluator, which
-    # makes the attempt directories it needs itself
-    assert events["exec_create"] == 4, events
+    # oracle: solve.sh (the image's shell was asked once, by the first run of this process);
+    # the checkpoint after the invocation: one stat listing (the final snapshot is that
+    # checkpoint's: nothing happened since); scoring: the evaluator, which makes the attempt
+    # directories it needs itself. The environment's directories come in a copy, not an exec.
+    assert events["exec_create"] == 3, events
     # the agent had stopped: the commit freezes nothing
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
-    # the oracle's solution/; the evaluator's files in one archive
-    assert events["extract-to-dir"] == 2, events
+    # the attempt directories (the image runs as root); the oracle's solution/; the
+    # evaluator's files in one archive
+    assert events["extract-to-dir"] == 3, events
     # the workspace copied out; the evaluator's result comes in its exec's output
     assert events["archive-path"] == 1, events
     runtimes = list(bundles_dir(_isolated_cache).glob("evaluator-python-*/lib/python3.*"))
@@ -100,6 +102,42 @@ def test_the_final_snapshot_sees_what_run_py_did_after_the_last_checkpoint(
     files = final_workspace(_isolated_cache, document["results"][0]["attempt_id"])
     # run.py's exec after the third invocation's checkpoint is in the final snapshot
     assert files["after-invocations.txt"] == b"0\n1\n2\n", files
+
+
+def test_the_attempt_directories_keep_what_an_image_of_another_user_made(
+    docker_engine: object,
+) -> None:
+    dockerfile = (
+        "FROM ageval/base:bookworm\n"
+        "RUN mkdir -p /attempt/workspace && chown nobody /attempt/workspace"
+        " && chmod 700 /attempt/workspace\n"
+        "USER nobody\n"
+    )
+    image, _ = client().images.build(
+        fileobj=io.BytesIO(dockerfile.encode()), tag="ageval-test/nobody:1", rm=True
+    )
+    started = []
+    try:
+        for name in ("ageval/base:bookworm", "ageval-test/nobody:1"):
+            container = AttemptContainer.start(ContainerSpec(image=name, name_hint="dirs"))
+            started.append(container)
+            listing = container.exec(
+                "stat -c '%n %U %a' /attempt/workspace /attempt/home /attempt/.ageval",
+                workdir="/",
+                user="root",
+            )
+            assert listing.exit_code == 0, listing.output
+            found = dict(line.split(" ", 1) for line in listing.output.strip().splitlines())
+            workspace = "nobody 700" if name.startswith("ageval-test") else "root 755"
+            assert found == {
+                "/attempt/workspace": workspace,
+                "/attempt/home": "root 755",
+                "/attempt/.ageval": "root 755",
+            }, (name, found)
+    finally:
+        for container in started:
+            container.remove()
+        client().images.remove(image.id, force=True)
 
 
 def test_a_removal_in_the_background_is_waited_for(docker_engine: object) -> None:

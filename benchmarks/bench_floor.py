@@ -35,8 +35,9 @@ removals: 17 engine events. On top of the floor, ageval's fresh attempt does:
   started in the background during the run (`environments/standby.py`): one more create,
   start, kill, destroy (in exchange the scoring container joins it, and starts faster); with
   more attempts at once than half the cores, no placeholder;
-- two more execs in the attempt container: the setup `mkdir -p` of workspace, home and
-  .ageval (`environments/container.py`) and the checkpoint's listing (`date; find -printf`,
+- one more copy in, the attempt directories (workspace, home and .ageval, a tar of directory
+  entries, `environments/container.py`; an exec of `mkdir -p` on an image of another user),
+  and one more exec, the checkpoint's listing (`date; find -printf`,
   `runner/incremental.py`); the oracle's `command -v bash` probe runs once per image and
   process; and solve.sh runs through a `docker exec` client process, not the API;
 - `--init` and a host-gateway entry on every container, the commit's tag, an inspect of the

@@ -85,8 +85,9 @@ class ContainerSpec:
     answers that name."""
     attempt_dirs: bool = True
     """Make /attempt/workspace, /attempt/home and /attempt/.ageval as the container starts
-    (one copy in, or one exec where the image runs as another user than root); off for a container whose commands make what they need themselves (a
-    container with a `user` always gets them, owned by that user)."""
+    (one copy in, or one exec where the image runs as another user than root); off for a
+    container whose commands make what they need themselves (a container with a `user`
+    always gets them, owned by that user)."""
     hardened: bool = False
     """No capabilities, no privilege gain (setuid), a read-only root filesystem (with
     `tmpfs_mb`, /tmp is writable) and at most `HARDENED_PIDS` processes: for a container that

@@ -133,12 +133,15 @@ class _Scheduler:
         self.admit = admit
         self.tries: dict[str, list[AgevalError]] = {}
         """The failures of the earlier tries of nodes computed again, by node."""
-        self.graph = context.plan.graph
+        self.nodes, self.children = context.plan.structure()
         self.on_progress = on_progress
         self.on_start = on_start
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers))
         self.reports: dict[str, NodeReport] = {}
-        self.waiting = {name: set(self.graph.predecessors(name)) for name in self.graph.nodes}
+        self.waiting: dict[str, set[str]] = {name: set() for name in self.nodes}
+        for parent, children in self.children.items():
+            for child in children:
+                self.waiting[child].add(parent)
         self.position = {name: index for index, name in enumerate(self.waiting)}
         self.ready = {name for name, parents in self.waiting.items() if not parents}
         """Waiting nodes whose parents are all done: kept as they become ready, so that
@@ -163,13 +166,11 @@ class _Scheduler:
         for follower in self.followers.pop(name, []):
             self.follow(follower, report)
         if report.outcome in ("failed", "blocked", "skipped"):
-            import networkx as nx  # the plan's graph (`Plan.graph`) imported it already
-
             skipped = report.outcome == "skipped"
-            for descendant in nx.descendants(self.graph, name):
+            for descendant in self.descendants(name):
                 if descendant not in self.reports:
                     self.waiting.pop(descendant, None)
-                    node = self.graph.nodes[descendant]["node"]
+                    node = self.nodes[descendant]
                     self._report(
                         descendant,
                         NodeReport(node, "skipped", report.error)
@@ -177,12 +178,23 @@ class _Scheduler:
                         else NodeReport(node, "blocked"),
                     )
             return
-        for child in self.graph.successors(name):
+        for child in self.children[name]:
             if child in self.waiting:
                 parents = self.waiting[child]
                 parents.discard(name)
                 if not parents:
                     self.ready.add(child)
+
+    def descendants(self, name: str) -> list[str]:
+        """Every node below `name`, each once."""
+        found: dict[str, None] = {}
+        pending = list(self.children[name])
+        while pending:
+            child = pending.pop()
+            if child not in found:
+                found[child] = None
+                pending.extend(self.children[child])
+        return list(found)
 
     def start_ready(self) -> None:
         """Start every ready node in plan order; then those their synchronous ends (reused
@@ -196,7 +208,7 @@ class _Scheduler:
 
     def start(self, name: str) -> None:
         del self.waiting[name]
-        node: Node = self.graph.nodes[name]["node"]
+        node: Node = self.nodes[name]
         if node.status == "hit":
             action = node.action or self.context.store.get_action(node.kind, node.key)
             if action is not None:
@@ -229,7 +241,7 @@ class _Scheduler:
 
     def follow(self, name: str, leader: NodeReport) -> None:
         """Finish `name` as the node that computed its key finished: reused, or failed."""
-        node: Node = self.graph.nodes[name]["node"]
+        node: Node = self.nodes[name]
         if leader.action is None:
             outcome: Outcome = "skipped" if leader.outcome == "skipped" else "failed"
             self.finish(name, NodeReport(node, outcome, leader.error))
@@ -240,7 +252,7 @@ class _Scheduler:
 
     def collect(self, future: Future[ActionManifest]) -> None:
         name = self.running.pop(future)
-        node = self.graph.nodes[name]["node"]
+        node = self.nodes[name]
         with self.context.lock:
             where = self.context.placements.get(name), self.context.retries.get(name)
         try:
@@ -300,8 +312,6 @@ def execute(
     On Ctrl-C, `on_interrupt` runs first (e.g. to remove containers, so that running
     executors fail fast), queued nodes are cancelled, and the interrupt propagates.
     """
-    import networkx as nx  # not at the top: planning imports this module, and never walks so
-
     context = ExecutionContext(plan=plan, store=store)
     scheduler = _Scheduler(context, workers, on_progress, on_start, dispatch, retry, admit)
     try:
@@ -312,8 +322,7 @@ def execute(
         scheduler.pool.shutdown(wait=False, cancel_futures=True)
         raise
     scheduler.pool.shutdown(wait=True)
-    order = nx.topological_sort(plan.graph)
     return ExecutionReport(
-        nodes=[scheduler.reports[name] for name in order if name in scheduler.reports],
+        nodes=[scheduler.reports[node.id] for node in plan.nodes() if node.id in scheduler.reports],
         actions=dict(context.results),
     )

@@ -116,6 +116,23 @@ class Plan:
 
         return [graph.nodes[name]["node"] for name in nx.topological_sort(graph)]
 
+    def structure(self) -> tuple[dict[str, Node], dict[str, list[str]]]:
+        """The nodes by id, in the order they were added, and each one's children: what a
+        walk of the plan needs, without making the networkx graph when it was not made."""
+        graph = self._built()
+        if graph is None:
+            return dict(self.dag.nodes), {
+                name: list(children) for name, children in self.dag.children.items()
+            }
+        return (
+            {name: data["node"] for name, data in graph.nodes(data=True)},
+            {name: list(graph.successors(name)) for name in graph.nodes},
+        )
+
+    def __contains__(self, name: object) -> bool:
+        graph = self._built()
+        return name in (self.dag.nodes if graph is None else graph)
+
     def edges(self) -> list[tuple[str, str]]:
         """Every edge parent -> child, in networkx's order."""
         graph = self._built()

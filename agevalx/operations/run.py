@@ -443,7 +443,7 @@ def _write_views(
             directories = [attempt_dir(root, result.attempt_id) for result in results]
             write_stamp(root, *stamp, directories, written, results)
     summary, path = None, None
-    if "summary:job" in planned.graph:
+    if "summary:job" in planned:
         node = planned.node("summary:job")
         action = actions.get(node.id)
         if action is not None:
@@ -466,7 +466,7 @@ def _stamp_of(
     """The job's summary key and the digest of what its views are made from, when they can
     be stamped (see `agevalx.operations.viewstamp`): a job with a summary node, not a fork,
     whose every node was reused."""
-    if "summary:job" not in planned.graph or _forked(planned):
+    if "summary:job" not in planned or _forked(planned):
         return None
     profiles = request.binding.profiles
     try:

@@ -23,7 +23,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.lockfile.request import BindingRequest
 
 if TYPE_CHECKING:
-    from agevalx.harbor.options import HarborOptions
+    from agevalx.formats.base import FormatOptions
     from agevalx.operations.replay import ReplayOutcome
     from agevalx.operations.run import RunOutcome
     from agevalx.reports.models import ReportFormat
@@ -43,7 +43,7 @@ def run(
     profiles: str | Path | None = None,
     fresh: bool = False,
     max_concurrent: int | None = None,
-    harbor: HarborOptions | None = None,
+    harbor: FormatOptions | None = None,
     cache_dir: str | Path | None = None,
 ) -> RunOutcome:
     """`ageval run`: every attempt of the dataset's tasks (cached ones reused), their

@@ -6,9 +6,9 @@ from __future__ import annotations
 NOT_FOR_AN_ORACLE_RUN = ("acp", "aiohttp", "rich")
 AGEVALX_NOT_FOR_AN_ORACLE_RUN = (
     "agevalx.agents.acp.executor",
-    "agevalx.formats.harbor",
+    "agevalx.formats.harbor.format",
     "agevalx.gateway.server",
-    "agevalx.harbor",
+    "agevalx.formats.harbor",
     "agevalx.reports",
 )
 

@@ -79,11 +79,14 @@ class BundleError(AgevalError):
 
 def known_bundles() -> dict[str, BundleSpec]:
     """Known bundles by name (= profile entry): every agent of the catalog, and the tools
-    Harbor's agents use in the container (`agevalx.harbor.agents.TOOL_BUNDLES`)."""
+    formats' own agents use in the container (`formats.format_tool_bundles`)."""
     from agevalx.agents import catalog
-    from agevalx.harbor.agents import TOOL_BUNDLES
+    from agevalx.formats.agent_registry import format_tool_bundles
 
-    return {**TOOL_BUNDLES, **{name: agent.bundle for name, agent in catalog.agents().items()}}
+    return {
+        **format_tool_bundles(),
+        **{name: agent.bundle for name, agent in catalog.agents().items()},
+    }
 
 
 def bundle_spec(name: str) -> BundleSpec | None:
@@ -212,11 +215,12 @@ def entry_bundle(profile: Mapping[str, Any]) -> BundleSpec | None:
 
 
 def _profile_bundles(profile: Mapping[str, Any]) -> tuple[BundleSpec, ...]:
-    """The bundles a role's profile mounts: its ACP agent's, or its Harbor agent's tools."""
-    if profile.get("executor") == "harbor":
-        from agevalx.harbor.agents import tool_bundles
+    """The bundles a role's profile mounts: its ACP agent's, or a format's agent's tools."""
+    from agevalx.formats.agent_registry import format_profile_bundles
 
-        return tool_bundles(profile)
+    tools = format_profile_bundles(profile)
+    if tools is not None:
+        return tools
     spec = entry_bundle(profile)
     return () if spec is None else (spec,)
 

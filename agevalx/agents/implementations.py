@@ -17,12 +17,13 @@ from agevalx.hashing import digest_bytes, digest_json
 
 def implementation(executor: str, entry: str | None) -> dict[str, str] | None:
     """`{"scripted_agent": <source digest>}`, `{"bundle": <name>, "spec": <digest>}`, a
-    Harbor agent's (see `agevalx.harbor.agents.implementation`), or None for an agent whose
+    format's own agent's (`formats.format_agent_implementation`), or None for an agent whose
     code the run's other inputs already name."""
-    if executor == "harbor":
-        from agevalx.harbor.agents import implementation as harbor_implementation
+    from agevalx.formats.agent_registry import format_agent_implementation
 
-        return harbor_implementation(entry)
+    found = format_agent_implementation(executor, entry)
+    if found is not None:
+        return found
     if executor != "acp" or not entry:
         return None
     try:

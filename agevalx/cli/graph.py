@@ -29,7 +29,7 @@ from agevalx.limits import MAX_K
 if TYPE_CHECKING:
     from rich.tree import Tree
 
-    from agevalx.harbor.options import HarborOptions
+    from agevalx.formats.base import FormatOptions
     from agevalx.operations.lineage import BranchView, Lineage
     from agevalx.operations.planning import PlanRequest
 
@@ -48,7 +48,7 @@ def _request(
     agent: Any,
     model: Any,
     profiles: Any,
-    harbor: HarborOptions | None = None,
+    harbor: FormatOptions | None = None,
 ) -> PlanRequest:
     from agevalx.lockfile import BindingRequest
     from agevalx.operations.planning import PlanRequest

@@ -18,7 +18,7 @@ from agevalx.limits import REMOTE_ENV
 
 if TYPE_CHECKING:
     from agevalx.cache.store import CacheStore
-    from agevalx.harbor.options import HarborOptions
+    from agevalx.formats.harbor.options import HarborOptions
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 CacheDirOption = Annotated[
@@ -151,7 +151,7 @@ def harbor_options(
     given = (job_config, env_params, primary_metric, strategy, execution_params, dataset_name)
     if all(value is None for value in given):
         return None
-    from agevalx.harbor.options import HarborOptions
+    from agevalx.formats.harbor.options import HarborOptions
 
     return HarborOptions.build(
         job_config=job_config,

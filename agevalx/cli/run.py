@@ -70,7 +70,7 @@ def usage_line(usage: ModelUsage) -> str:
 def _recap(outcome: RunOutcome) -> None:
     from rich.markup import escape
 
-    from agevalx.harbor.summary import HarborSummary
+    from agevalx.formats import summary_figures
     from agevalx.results.paths import attempt_dir
 
     render_reaped(outcome.reaped)
@@ -121,28 +121,10 @@ def _recap(outcome: RunOutcome) -> None:
             f"-> {outcome.summary_path.as_posix()}",
             markup=False,
         )
-        section = (outcome.summary.model_extra or {}).get("harbor")
-        if section is not None:
-            harbor = HarborSummary.model_validate(section)
-            shown = {
-                f"{harbor.metric_name} (primary)": harbor.primary,
-                # with `passed` primary, Harbor's reward is the Score beside `correct`
-                ("reward" if harbor.primary_metric == "passed" else "avg score"): (
-                    harbor.avg_score
-                ),
-                f"pass@{outcome.summary.k}": harbor.pass_at_k,
-            }
-            stdout.print(
-                f"harbor [{harbor.strategy}]: "
-                + ", ".join(f"{k} {'-' if v is None else f'{v:.3f}'}" for k, v in shown.items()),
-                markup=False,
-            )
-            if not harbor.official:
-                stdout.print(
-                    "[red]no official score[/]: the sandbox failed verifying "
-                    + ", ".join(harbor.void_tasks),
-                    highlight=False,
-                )
+        for figures in summary_figures(outcome.summary):
+            stdout.print(figures.headline, markup=False)
+            if figures.warning is not None:
+                stdout.print(f"[red]{escape(figures.warning)}[/]", highlight=False)
     _failure_recap(outcome)
     for warning in outcome.warnings:
         stdout.print(

@@ -1,7 +1,7 @@
 """Task formats: how a directory of tasks becomes a `Dataset` the pipeline plans over.
 
 Two formats are known: ageval's (ageval.yaml, `formats/ageval.py`) and Harbor's (task.toml,
-`formats/harbor.py`). Each provides a `Dataset` (tasks, locks) and a `TaskRuntime` (the hooks
+`formats/harbor/format.py`). Each provides a `Dataset` (tasks, locks) and a `TaskRuntime` (the hooks
 the one attempt runner and evaluator call); see `formats/base.py`.
 """
 
@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from agevalx.errors import UsageError
 
 if TYPE_CHECKING:
-    from agevalx.formats.base import Dataset
-    from agevalx.harbor.options import HarborOptions
+    from agevalx.formats.base import Dataset, FormatFigures, FormatOptions
     from agevalx.lockfile.request import BindingRequest
+    from agevalx.results.models import JobSummary
 
 
 def open_dataset(
-    path: Path | None, binding: BindingRequest, harbor: HarborOptions | None = None
+    path: Path | None, binding: BindingRequest, harbor: FormatOptions | None = None
 ) -> Dataset:
     """The dataset at `path` in its format (ageval.yaml: ageval; task.toml tasks or a Harbor
     job config: Harbor), opened for `binding`. Raises coded errors for what is not one."""
@@ -37,8 +37,11 @@ def open_dataset(
         return open_ageval(path, binding)
     # The Harbor format's runtime (and the agents and Docker SDK it drives) only for a
     # dataset that is not ageval's.
-    from agevalx.formats.harbor import open_harbor
+    from agevalx.formats.harbor.format import open_harbor
+    from agevalx.formats.harbor.options import HarborOptions
 
+    if harbor is not None and not isinstance(harbor, HarborOptions):
+        raise TypeError(f"Harbor datasets take HarborOptions, not {type(harbor).__name__}")
     found = open_harbor(path, harbor, binding)
     if found is not None:
         return found
@@ -49,3 +52,14 @@ def open_dataset(
             field="DATASET",
         )
     return open_ageval(path, binding)
+
+
+def summary_figures(summary: JobSummary) -> list[FormatFigures]:
+    """What each format added to a job's summary (Harbor: its `harbor` section), as the
+    recap and the viewer show it."""
+    section = (summary.model_extra or {}).get("harbor")
+    if section is None:
+        return []
+    from agevalx.formats.harbor.summary import summary_figures as harbor_figures
+
+    return [harbor_figures(section, summary.k)]

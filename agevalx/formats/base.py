@@ -46,6 +46,24 @@ RunBody = Callable[["RunContext"], None]
 """What the run stage executes: a task's run.py `run(ctx)`, or the default run."""
 
 
+class FormatOptions:
+    """A task format's own run settings (Harbor's: `formats/harbor/options.py`): made by the
+    command line's option parsing, carried untouched by the request and the plan request,
+    and read only by the format that opens the dataset (`formats/__init__.py`)."""
+
+
+@dataclass(frozen=True)
+class FormatFigures:
+    """What a format adds to a job's summary, as the recap and the viewer show it."""
+
+    headline: str
+    """One line for `ageval run`'s recap (Harbor: its metrics under the strategy)."""
+    cell: str
+    """A short cell for the viewer's table of jobs (Harbor: its primary metric)."""
+    warning: str | None = None
+    """Why the job's figures are not to be compared, when they are not."""
+
+
 class Verifier(ABC):
     """Scores one run in a scoring session; never raises for what the task or agent did."""
 

@@ -19,11 +19,11 @@ from agevalx.config.loading import read_yaml_mapping
 from agevalx.dataset.loader import TASK_FILE, read_dataset, read_task
 from agevalx.environments.compose import COMPOSE_FILES
 from agevalx.errors import AgevalError, ConfigError
+from agevalx.formats.harbor.envvars import KeepTemplates
+from agevalx.formats.harbor.loader import load_harbor_tasks
+from agevalx.formats.harbor.taskdir import CONFIG as HARBOR_CONFIG
+from agevalx.formats.harbor.taskdir import declares_task
 from agevalx.fsutil import read_limited
-from agevalx.harbor.envvars import KeepTemplates
-from agevalx.harbor.loader import load_harbor_tasks
-from agevalx.harbor.taskdir import CONFIG as HARBOR_CONFIG
-from agevalx.harbor.taskdir import declares_task
 
 Format = Literal["ageval", "harbor"]
 TEXT_LIMIT = 4 << 20

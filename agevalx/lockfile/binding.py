@@ -27,6 +27,7 @@ from agevalx.config.secrets import (
 )
 from agevalx.dataset.loader import TaskSource, check_format
 from agevalx.errors import ConfigError, UsageError
+from agevalx.formats.agent_registry import format_agent_profile, is_format_agent
 from agevalx.hashing import digest_file
 from agevalx.lockfile.models import LockedBinding, LockedRole
 from agevalx.lockfile.request import PROFILES_FILE, BindingRequest
@@ -217,10 +218,8 @@ def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> Locke
     own = loaded.config.agent_profiles if loaded is not None else {}
     if request.agent in own:
         return _locked_role(request.agent, own[request.agent], request, loaded)
-    if request.agent.startswith("harbor:"):  # Harbor's own agents (docs/harbor.md)
-        from agevalx.harbor.agents import harbor_profile
-
-        profile, model = harbor_profile(request.agent, request.model)
+    if is_format_agent(request.agent):  # a format's own agents (Harbor's: docs/harbor.md)
+        profile, model = format_agent_profile(request.agent, request.model)
         return _locked_role(request.agent, profile, replace(request, model=model), loaded)
     builtin = builtin_agents()
     if request.agent not in builtin:

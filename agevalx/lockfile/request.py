@@ -57,10 +57,10 @@ def agent_key_value(name: str | None) -> Any:
     """`--agent` as the lock's key reads it. A catalog agent's profile takes its endpoint from
     the environment when the lock is made, so its key holds those variables too: the same
     command with another `$OPENAI_BASE_URL` is another lock, never the cached one."""
-    if name and name.startswith("harbor:"):
-        from agevalx.harbor.agents import key_value
+    from agevalx.formats.agent_registry import format_agent_key, is_format_agent
 
-        return key_value(name)
+    if name and is_format_agent(name):
+        return format_agent_key(name)
     if not name:
         return name
     from agevalx.agents import catalog

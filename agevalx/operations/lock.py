@@ -7,10 +7,10 @@ from pathlib import Path
 
 from agevalx.cache.location import default_cache_dir
 from agevalx.cache.store import CacheStore
+from agevalx.formats.base import FormatOptions
 from agevalx.graph.execute import execute
 from agevalx.graph.journal import record
 from agevalx.graph.plan import LOCK_KIND
-from agevalx.harbor.options import HarborOptions
 from agevalx.lockfile.models import TaskLock, parse_lock
 from agevalx.lockfile.node import write_lock_view
 from agevalx.lockfile.request import BindingRequest
@@ -32,7 +32,7 @@ def lock(
     store: CacheStore | None = None,
     tasks: list[str] | None = None,
     request: BindingRequest | None = None,
-    harbor: HarborOptions | None = None,
+    harbor: FormatOptions | None = None,
 ) -> list[LockOutcome]:
     """Validate the dataset and lock the named tasks (all when none is named).
 

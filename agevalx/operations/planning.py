@@ -20,7 +20,7 @@ from agevalx.limits import MAX_PLANNED_ATTEMPTS as MAX_PLANNED_ATTEMPTS
 from agevalx.lockfile.request import BindingRequest, agent_key_value
 
 if TYPE_CHECKING:
-    from agevalx.harbor.options import HarborOptions  # only Harbor datasets load it
+    from agevalx.formats.base import FormatOptions
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class PlanRequest:
     """Plan only these attempt indices (a resume); 0..k-1 when None."""
     fork: dict[str, str] | None = None
     """A fork's origin: the source attempt and the checkpoint key it starts from."""
-    harbor: HarborOptions | None = None
+    harbor: FormatOptions | None = None
     """A Harbor run's job config, `--env-params`, primary metric and strategy."""
 
 

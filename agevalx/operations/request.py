@@ -11,7 +11,7 @@ from agevalx.lockfile import BindingRequest
 from agevalx.operations.job import JobLimits
 
 if TYPE_CHECKING:
-    from agevalx.harbor.options import HarborOptions
+    from agevalx.formats.base import FormatOptions
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class RunRequest:
     """Start a new attempt from a cut point of this (kept) attempt."""
     checkpoint: int | None = None
     """With fork: the cut point's seq (see `ageval checkpoints`)."""
-    harbor: HarborOptions | None = None
+    harbor: FormatOptions | None = None
     """A Harbor run's job config, `--env-params`, primary metric and attempt strategy."""
     cluster: str | None = None
     """Run the Docker nodes on this Ray cluster (any address `ray.init` takes)."""

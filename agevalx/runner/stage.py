@@ -102,12 +102,13 @@ class _Executors(dict[str, Executor]):
                 from agevalx.agents.acp.executor import AcpExecutor
 
                 self[kind] = AcpExecutor()
-            elif kind == "harbor":
-                from agevalx.harbor.agentexec import HarborAgentExecutor
+            else:  # a format's own agents (Harbor's)
+                from agevalx.formats.agent_executors import format_executor
 
-                self[kind] = HarborAgentExecutor()
-            else:
-                return default
+                found = format_executor(kind)
+                if found is None:
+                    return default
+                self[kind] = found
         return self[kind]
 
 

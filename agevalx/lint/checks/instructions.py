@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agevalx.harbor.taskdir import INSTRUCTION, strip_canary
+from agevalx.formats.harbor.taskdir import INSTRUCTION, strip_canary
 from agevalx.lint.rule import Hit
 from agevalx.lint.source import LintTask
 from agevalx.lockfile.resolve import PROMPT_FILE

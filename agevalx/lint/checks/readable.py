@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from agevalx.errors import AgevalError
-from agevalx.harbor import errors as harbor_errors
-from agevalx.harbor.taskdir import INSTRUCTION
+from agevalx.formats.harbor import errors as harbor_errors
+from agevalx.formats.harbor.taskdir import INSTRUCTION
 from agevalx.lint.rule import Hit
 from agevalx.lint.source import LintTask
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from agevalx.errors import AgevalError
-from agevalx.harbor.judges import verifier_judges
+from agevalx.formats.harbor.judges import verifier_judges
 from agevalx.lint.dockerfile import copied_sources, instructions
 from agevalx.lint.rule import AGENT_DOCKERFILE, Hit, table
 from agevalx.lint.source import LintTask

@@ -6,7 +6,7 @@ by a column and the comparison, reading the `data-*` attributes written here.
 
 from __future__ import annotations
 
-from agevalx.harbor.summary import HarborSummary
+from agevalx.formats import summary_figures
 from agevalx.results.models import JobSummary, TaskMetrics
 from agevalx.view.grid import STATUSES, AttemptCell, Cell, Column, Grid
 from agevalx.view.render.layout import (
@@ -66,12 +66,8 @@ def _summary(job: JobSummary) -> str:
 
 
 def _harbor(job: JobSummary) -> str:
-    section = (job.model_extra or {}).get("harbor")
-    if section is None:
-        return "—"
-    harbor = HarborSummary.model_validate(section)
-    official = "" if harbor.official else " (not official)"
-    return f"{harbor.metric_name} {number(harbor.primary)}{official}"
+    """The cell of what the job's format added (Harbor: its primary metric)."""
+    return "; ".join(figures.cell for figures in summary_figures(job)) or "—"
 
 
 def _controls(columns: list[Column]) -> Html:

@@ -29,7 +29,7 @@ from agevalx.agents import bundles
 from agevalx.agents.catalog.base import provider_named
 from agevalx.agents.mockllm import MockLLM
 from agevalx.cli import main
-from agevalx.harbor import agents as harbor_agents
+from agevalx.formats.harbor import agents as harbor_agents
 from agevalx.testing.harbor import VENV
 from tests.integration.agents.catalog.harness import (
     AGEVAL_DATASET,

@@ -17,7 +17,7 @@ from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.cli.run import _recap
 from agevalx.environments.container import ATTEMPT_LABEL
-from agevalx.harbor.options import HarborOptions
+from agevalx.formats.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.request import RunRequest
 from agevalx.operations.run import run as run_attempts

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from agevalx.harbor import VerifierStatus
-from agevalx.harbor.scoring import AttemptScore, score_invalid, score_rewards
+from agevalx.formats.harbor import VerifierStatus
+from agevalx.formats.harbor.scoring import AttemptScore, score_invalid, score_rewards
 from agevalx.testing.harbor import HarborUnavailable, install_harbor
 from agevalx.testing.harbor import run_offline as _run
 

@@ -38,7 +38,7 @@ HEAVY_AGEVALX = (
     "agevalx.formats",
     "agevalx.gateway",
     "agevalx.graph",
-    "agevalx.harbor",
+    "agevalx.formats.harbor",
     "agevalx.images",
     "agevalx.lockfile",
     "agevalx.operations",
@@ -164,7 +164,11 @@ def test_planning_an_ageval_dataset_loads_no_runtime(tmp_path: Path) -> None:
     assert not roots & {"acp", "docker", "aiohttp", "requests", "networkx"}
     loaded_runtime = [
         name
-        for name in ("agevalx.formats.harbor", "agevalx.agents.acp", "agevalx.environments.engine")
+        for name in (
+            "agevalx.formats.harbor.format",
+            "agevalx.agents.acp",
+            "agevalx.environments.engine",
+        )
         if name in modules
     ]
     assert loaded_runtime == []

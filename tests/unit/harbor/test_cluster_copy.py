@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agevalx.errors import UsageError
-from agevalx.formats.harbor import HarborDataset, open_harbor
-from agevalx.harbor.options import HarborOptions
+from agevalx.formats.harbor.format import HarborDataset, open_harbor
+from agevalx.formats.harbor.options import HarborOptions
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.run import _check_clusterable
 from tests.unit.harbor.builders import TaskFactory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agevalx.harbor.envvars import from_host
+from agevalx.formats.harbor.envvars import from_host
 
 pytestmark = pytest.mark.unit
 

@@ -20,7 +20,7 @@ from agevalx.agents.debianbundles import build_debian
 from agevalx.agents.implementations import implementation
 from agevalx.config.profiles import AgentProfile
 from agevalx.errors import AgevalError, UsageError
-from agevalx.harbor import agent_runner, agentexec, agents
+from agevalx.formats.harbor import agent_runner, agentexec, agents
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Which verifier env entries are an LLM judge's endpoint and key (agevalx.harbor.judges)."""
+"""Which verifier env entries are an LLM judge's endpoint and key (`formats/harbor/judges.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from agevalx.cli import main
 from agevalx.errors import ConfigError
-from agevalx.harbor.judges import AMBIGUOUS, INVALID, VerifierJudge, verifier_judges
+from agevalx.formats.harbor.judges import AMBIGUOUS, INVALID, VerifierJudge, verifier_judges
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agevalx.harbor import HarborError, RunOverrides, load_harbor_tasks
-from agevalx.harbor import errors as codes
+from agevalx.formats.harbor import HarborError, RunOverrides, load_harbor_tasks
+from agevalx.formats.harbor import errors as codes
 from tests.unit.harbor.builders import BASE_TOML, TaskFactory
 
 pytestmark = pytest.mark.unit

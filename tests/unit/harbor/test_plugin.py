@@ -17,16 +17,22 @@ import pytest
 
 from agevalx.environments.container import ExecResult
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.harbor import HarborError, VerifierStatus, load_harbor_tasks, plugin, run_verifier
-from agevalx.harbor import errors as codes
-from agevalx.harbor.plugin import (
+from agevalx.formats.harbor import (
+    HarborError,
+    VerifierStatus,
+    load_harbor_tasks,
+    plugin,
+    run_verifier,
+)
+from agevalx.formats.harbor import errors as codes
+from agevalx.formats.harbor.plugin import (
     SandboxFailure,
     VerifierDeadline,
     VerifierSandbox,
     checked_rewards,
     load_verifier_class,
 )
-from agevalx.harbor.rewards import InvalidReward
+from agevalx.formats.harbor.rewards import InvalidReward
 from tests.unit.harbor.builders import TaskFactory
 
 pytestmark = pytest.mark.unit

@@ -11,8 +11,8 @@ from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.errors import AgevalError, UsageError
 from agevalx.formats.base import dataset_of
-from agevalx.formats.harbor import open_harbor
-from agevalx.harbor.options import HarborOptions, parse_env_params, parse_execution_params
+from agevalx.formats.harbor.format import open_harbor
+from agevalx.formats.harbor.options import HarborOptions, parse_env_params, parse_execution_params
 from agevalx.lockfile import BindingRequest
 from agevalx.lockfile.models import TaskLock
 from agevalx.operations.planning import PlanRequest, plan
@@ -131,7 +131,7 @@ def test_the_lock_holds_no_value_of_a_host_variable(
     variables = {"EVAL_BASE_URL": "https://judge.example/v1", "EVAL_API_KEY": "${JUDGE_API_KEY}"}
     options = HarborOptions.build(
         env_params=json.dumps({"evaluation_env_variables": variables})
-    )  # a key needs its endpoint (agevalx.harbor.judges)
+    )  # a key needs its endpoint (agevalx.formats.harbor.judges)
     planned = plan(PlanRequest(dataset=tmp_path / "dataset", binding=ORACLE, harbor=options), store)
     lock = planned.node("lock:demo").payload["lock"]
     assert "sk-very-secret-value" not in json.dumps(lock)

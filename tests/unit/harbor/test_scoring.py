@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agevalx.harbor.outcomes import VerifierOutcome, VerifierStatus
-from agevalx.harbor.rewards import InvalidReward, parse_reward_json, parse_reward_text
-from agevalx.harbor.scoring import (
+from agevalx.formats.harbor.outcomes import VerifierOutcome, VerifierStatus
+from agevalx.formats.harbor.rewards import InvalidReward, parse_reward_json, parse_reward_text
+from agevalx.formats.harbor.scoring import (
     AttemptScore,
     aggregate_task,
     dataset_mean,

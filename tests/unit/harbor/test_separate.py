@@ -12,18 +12,18 @@ import pytest
 
 from agevalx.environments.container import AttemptContainer
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.harbor import errors, load_harbor_tasks
-from agevalx.harbor.errors import HarborError
-from agevalx.harbor.models import ArtifactConfig
-from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierStatus
-from agevalx.harbor.sandbox import artifact_entries, host_path
-from agevalx.harbor.separate import (
+from agevalx.formats.harbor import errors, load_harbor_tasks
+from agevalx.formats.harbor.errors import HarborError
+from agevalx.formats.harbor.models import ArtifactConfig
+from agevalx.formats.harbor.outcomes import VERIFIER_SANDBOX_FAILED, VerifierStatus
+from agevalx.formats.harbor.sandbox import artifact_entries, host_path
+from agevalx.formats.harbor.separate import (
     excluded,
     sanitized_copy,
     verifier_task,
     verify_separately,
 )
-from agevalx.harbor.spec import HarborTaskSpec, Resources, RunOverrides
+from agevalx.formats.harbor.spec import HarborTaskSpec, Resources, RunOverrides
 from tests.unit.harbor.builders import BASE_TOML, TaskFactory
 
 pytestmark = pytest.mark.unit

@@ -9,10 +9,10 @@ import pytest
 
 from agevalx.cache.store import CacheStore
 from agevalx.errors import AgevalError
-from agevalx.formats.harbor import verify_with_retries
-from agevalx.harbor.options import HarborOptions
-from agevalx.harbor.outcomes import VerifierOutcome, VerifierStatus
-from agevalx.harbor.summary import HarborSummary, attempt_score, harbor_summary
+from agevalx.formats.harbor.format import verify_with_retries
+from agevalx.formats.harbor.options import HarborOptions
+from agevalx.formats.harbor.outcomes import VerifierOutcome, VerifierStatus
+from agevalx.formats.harbor.summary import HarborSummary, attempt_score, harbor_summary
 from agevalx.lockfile import BindingRequest
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.results.build import job_summary

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.harbor import is_harbor_task
-from agevalx.harbor.taskdir import dockerfile_workdir, strip_canary
+from agevalx.formats.harbor import is_harbor_task
+from agevalx.formats.harbor.taskdir import dockerfile_workdir, strip_canary
 from tests.unit.harbor.builders import BASE_TOML, TaskFactory
 
 pytestmark = pytest.mark.unit

@@ -12,9 +12,7 @@ import pytest
 from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.environments.gpus import GpuRequest
-from agevalx.formats.harbor import open_harbor
-from agevalx.fsutil import write_inside
-from agevalx.harbor import (
+from agevalx.formats.harbor import (
     HarborRunError,
     RunOverrides,
     VerifierStatus,
@@ -23,10 +21,12 @@ from agevalx.harbor import (
     load_harbor_tasks,
     run_verifier,
 )
-from agevalx.harbor import errors as codes
-from agevalx.harbor.options import HarborOptions
-from agevalx.harbor.sandbox import SHELL_PROBE, check_log_dirs
-from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.formats.harbor import errors as codes
+from agevalx.formats.harbor.format import open_harbor
+from agevalx.formats.harbor.options import HarborOptions
+from agevalx.formats.harbor.sandbox import SHELL_PROBE, check_log_dirs
+from agevalx.formats.harbor.spec import HarborTaskSpec
+from agevalx.fsutil import write_inside
 from agevalx.lockfile.binding import BindingRequest
 from agevalx.lockfile.models import TaskLock
 from tests.unit.harbor.builders import BASE_TOML, TaskFactory

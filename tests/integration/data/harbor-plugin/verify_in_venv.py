@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from agevalx.environments.container import AttemptContainer
-from agevalx.harbor import (
+from agevalx.formats.harbor import (
     HarborError,
     container_spec,
     image_workdir,

@@ -47,9 +47,9 @@ from agevalx.agents.base import (
 from agevalx.agents.bundles import mount_point
 from agevalx.agents.catalog.base import PROVIDERS, provider_named
 from agevalx.environments.container import AttemptContainer, ExecResult, find_container
+from agevalx.formats.harbor import agents
+from agevalx.formats.harbor.plugin import SandboxFailure, VerifierDeadline, VerifierSandbox
 from agevalx.gateway.attempt import CONTAINER_HOST
-from agevalx.harbor import agents
-from agevalx.harbor.plugin import SandboxFailure, VerifierDeadline, VerifierSandbox
 
 STDERR_LINES = 200
 """Lines of the runner's stderr kept for an error's hint."""

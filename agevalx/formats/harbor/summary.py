@@ -13,11 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agevalx.harbor.errors import HarborWarning
-from agevalx.harbor.options import PrimaryMetric, Strategy
-from agevalx.harbor.outcomes import VERIFIER_RESULT_INVALID, VERIFIER_TIMEOUT
-from agevalx.harbor.outcomes import VERIFIER_SANDBOX_FAILED as SANDBOX_FAILED
-from agevalx.harbor.scoring import AttemptScore, aggregate_task, harbor_pass_at_k
+from agevalx.formats.base import FormatFigures
+from agevalx.formats.harbor.errors import HarborWarning
+from agevalx.formats.harbor.options import PrimaryMetric, Strategy
+from agevalx.formats.harbor.outcomes import VERIFIER_RESULT_INVALID, VERIFIER_TIMEOUT
+from agevalx.formats.harbor.outcomes import VERIFIER_SANDBOX_FAILED as SANDBOX_FAILED
+from agevalx.formats.harbor.scoring import AttemptScore, aggregate_task, harbor_pass_at_k
 from agevalx.results.models import AttemptResult
 
 
@@ -162,3 +163,23 @@ def harbor_summary(
 def _mean(values: Sequence[float | None]) -> float | None:
     known = [value for value in values if value is not None]
     return sum(known) / len(known) if known else None
+
+
+def summary_figures(section: dict[str, Any], k: int) -> FormatFigures:
+    """The `harbor` section of a job summary as the recap and the viewer show it."""
+    harbor = HarborSummary.model_validate(section)
+    shown = {
+        f"{harbor.metric_name} (primary)": harbor.primary,
+        # with `passed` primary, Harbor's reward is the Score beside `correct`
+        ("reward" if harbor.primary_metric == "passed" else "avg score"): harbor.avg_score,
+        f"pass@{k}": harbor.pass_at_k,
+    }
+    figures = ", ".join(f"{name} {'-' if v is None else f'{v:.3f}'}" for name, v in shown.items())
+    primary = "—" if harbor.primary is None else f"{harbor.primary:.2f}"
+    return FormatFigures(
+        headline=f"harbor [{harbor.strategy}]: {figures}",
+        cell=f"{harbor.metric_name} {primary}" + ("" if harbor.official else " (not official)"),
+        warning=None
+        if harbor.official
+        else "no official score: the sandbox failed verifying " + ", ".join(harbor.void_tasks),
+    )

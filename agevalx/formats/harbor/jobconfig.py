@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborError, HarborWarning
-from agevalx.harbor.models import JobConfig
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.errors import HarborError, HarborWarning
+from agevalx.formats.harbor.models import JobConfig
 
 _TOP_APPLIED = {
     "schema_version",
@@ -201,7 +201,7 @@ def _check_verifier(loaded: LoadedJobConfig) -> None:
     kwargs = raw_verifier.get("kwargs") if isinstance(raw_verifier, dict) else None
     if verifier.import_path is not None:
         # The plugin module (and the container it drives) only when a config names a class.
-        from agevalx.harbor.plugin import load_verifier_class
+        from agevalx.formats.harbor.plugin import load_verifier_class
 
         load_verifier_class(verifier.import_path, file=loaded.file)
         return

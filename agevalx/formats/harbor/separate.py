@@ -27,12 +27,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agevalx.environments.container import AttemptContainer
-from agevalx.harbor.outcomes import (
+from agevalx.formats.harbor.outcomes import (
     VERIFIER_SANDBOX_FAILED,
     VerifierOutcome,
     VerifierStatus,
 )
-from agevalx.harbor.sandbox import (
+from agevalx.formats.harbor.sandbox import (
     SANDBOX_ERRORS,
     VERIFIER_LOGS,
     artifact_entries,
@@ -40,9 +40,9 @@ from agevalx.harbor.sandbox import (
     host_path,
     run_checked,
 )
-from agevalx.harbor.spec import HarborTaskSpec
-from agevalx.harbor.taskdir import DOCKERFILE
-from agevalx.harbor.verifier import run_verifier, unverifiable
+from agevalx.formats.harbor.spec import HarborTaskSpec
+from agevalx.formats.harbor.taskdir import DOCKERFILE
+from agevalx.formats.harbor.verifier import run_verifier, unverifiable
 
 StartContainer = Callable[[HarborTaskSpec], tuple[AttemptContainer, str]]
 """Starts the verifier environment's container for a task view; returns it and its working

@@ -1,7 +1,7 @@
 """Harbor datasets as ageval datasets: where their tasks come from, and each task's lock.
 
 A directory that has no ageval.yaml but holds Harbor tasks (or is one), and/or a job config
-that lists `datasets`/`tasks`, is a `HarborDataset` (agevalx/formats/harbor.py). Resolved env
+that lists `datasets`/`tasks`, is a `HarborDataset` (agevalx/formats/harbor/format.py). Resolved env
 maps can hold secrets, so the lock keeps only non-secret settings (values as digests,
 templates as written); the task is resolved again, with the host environment, at run time.
 """
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from agevalx.config.task import Limits
 from agevalx.dataset.files import FileDigester, task_files
-from agevalx.harbor.envvars import KeepTemplates
-from agevalx.harbor.errors import HarborWarning
-from agevalx.harbor.jobconfig import read_job_config
-from agevalx.harbor.loader import is_harbor_task, load_harbor_tasks
-from agevalx.harbor.options import HarborOptions
-from agevalx.harbor.plugin import load_verifier_class
-from agevalx.harbor.spec import HarborJob, HarborTaskSpec, SeparateVerifierEnvironment
-from agevalx.harbor.taskdir import children_tasks, declares_task, skipped_warning
+from agevalx.formats.harbor.envvars import KeepTemplates
+from agevalx.formats.harbor.errors import HarborWarning
+from agevalx.formats.harbor.jobconfig import read_job_config
+from agevalx.formats.harbor.loader import is_harbor_task, load_harbor_tasks
+from agevalx.formats.harbor.options import HarborOptions
+from agevalx.formats.harbor.plugin import load_verifier_class
+from agevalx.formats.harbor.spec import HarborJob, HarborTaskSpec, SeparateVerifierEnvironment
+from agevalx.formats.harbor.taskdir import children_tasks, declares_task, skipped_warning
 from agevalx.hashing import digest_file, digest_json
 from agevalx.lockfile.models import (
     HarborLock,

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agevalx.environments.container import AttemptContainer, ExecResult
-from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborError
-from agevalx.harbor.outcomes import (
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.errors import HarborError
+from agevalx.formats.harbor.outcomes import (
     VERIFIER_FAILED,
     VERIFIER_RESULT_INVALID,
     VERIFIER_SANDBOX_FAILED,
@@ -43,8 +43,8 @@ from agevalx.harbor.outcomes import (
     verifier_outcome,
     verifier_timeout,
 )
-from agevalx.harbor.rewards import InvalidReward, Rewards, finite_rewards
-from agevalx.harbor.sandbox import (
+from agevalx.formats.harbor.rewards import InvalidReward, Rewards, finite_rewards
+from agevalx.formats.harbor.sandbox import (
     ROOT,
     SANDBOX_ERRORS,
     directory_files,
@@ -54,7 +54,7 @@ from agevalx.harbor.sandbox import (
     shell_of,
     tail,
 )
-from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.formats.harbor.spec import HarborTaskSpec
 
 FIELD = "verifier.import_path"
 INSTALL_HINT = 'uv pip install --python "$(command -v python3)" /path/to/verifier-project'

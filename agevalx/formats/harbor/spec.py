@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agevalx.harbor.errors import HarborWarning, TaskFailure
-from agevalx.harbor.models import ArtifactConfig, HealthcheckConfig, VerifierEnvironmentMode
+from agevalx.formats.harbor.errors import HarborWarning, TaskFailure
+from agevalx.formats.harbor.models import ArtifactConfig, HealthcheckConfig, VerifierEnvironmentMode
 
 WorkdirSource = Literal["run", "task", "dockerfile"]
 
@@ -105,7 +105,7 @@ class VerifierSpec(BaseModel):
     `override_env`)."""
     import_path: str | None = None
     """Job `verifier.import_path` (`module.path:ClassName`): a Harbor `BaseVerifier` class
-    that replaces tests/test.sh (see agevalx/harbor/plugin.py)."""
+    that replaces tests/test.sh (see agevalx/formats/harbor/plugin.py)."""
     class_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Job `verifier.kwargs`: extra keyword arguments of the verifier class."""
 

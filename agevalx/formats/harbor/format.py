@@ -36,25 +36,24 @@ from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.session import ScoringSession
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
-from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes, judged
-from agevalx.harbor.dataset import (
+from agevalx.formats.harbor.dataset import (
     HarborSource,
     declares_tasks,
     harbor_lock,
     listed_tasks,
     slug,
 )
-from agevalx.harbor.envvars import from_host
-from agevalx.harbor.images import image_workdir
-from agevalx.harbor.judges import VerifierJudge, verifier_judges
-from agevalx.harbor.options import HarborOptions
-from agevalx.harbor.outcomes import (
+from agevalx.formats.harbor.envvars import from_host
+from agevalx.formats.harbor.images import image_workdir
+from agevalx.formats.harbor.judges import VerifierJudge, verifier_judges
+from agevalx.formats.harbor.options import HarborOptions
+from agevalx.formats.harbor.outcomes import (
     VERIFIER_FAILED,
     VERIFIER_SANDBOX_FAILED,
     VerifierOutcome,
     VerifierStatus,
 )
-from agevalx.harbor.sandbox import (
+from agevalx.formats.harbor.sandbox import (
     AGENT_LOGS,
     check_log_dirs,
     collect_artifacts,
@@ -62,11 +61,12 @@ from agevalx.harbor.sandbox import (
     home_of,
     prepare_environment,
 )
-from agevalx.harbor.scoring import AttemptScore, score_outcome
-from agevalx.harbor.separate import verify_separately
-from agevalx.harbor.spec import HarborTaskSpec
-from agevalx.harbor.summary import attempt_warnings, harbor_summary
-from agevalx.harbor.verifier import ORACLE_LOG, SOLVE_SCRIPT, healthcheck, run_verifier
+from agevalx.formats.harbor.scoring import AttemptScore, score_outcome
+from agevalx.formats.harbor.separate import verify_separately
+from agevalx.formats.harbor.spec import HarborTaskSpec
+from agevalx.formats.harbor.summary import attempt_warnings, harbor_summary
+from agevalx.formats.harbor.verifier import ORACLE_LOG, SOLVE_SCRIPT, healthcheck, run_verifier
+from agevalx.gateway.attempt import CONTAINER_HOST, AttemptRoutes, judged
 from agevalx.lockfile.binding import bind_single_role
 from agevalx.lockfile.models import TaskLock
 from agevalx.lockfile.request import BindingRequest
@@ -317,7 +317,7 @@ class HarborRuntime(TaskRuntime):
         return standby_network(self.lock)
 
     def verifier(self) -> Verifier:
-        """Harbor's verifier; the model endpoints of its env (`agevalx.harbor.judges`) are
+        """Harbor's verifier; the model endpoints of its env (`agevalx.formats.harbor.judges`) are
         routed through the model gateway."""
         written = self.dataset.task_spec(self.lock.task_id, templates=True)
         return HarborVerifier(

@@ -3,7 +3,7 @@
 Harbor hands a verifier its judge's endpoint through `[verifier.env]` (the job's
 `verifier.env`, `--env-params` `evaluation_env_variables`), by names its scoring script
 reads. ageval recognises them by name, so that the real key stays on the host and the judge's
-traffic goes through the model gateway (see `agevalx/formats/harbor.py`):
+traffic goes through the model gateway (see `agevalx/formats/harbor/format.py`):
 
 - `<P>BASE_URL` (`P` empty or ending in `_`: `EVAL_`, `JUDGE_`, `OPENAI_`...) is a model
   endpoint; `<P>API_KEY` is its key, `<P>MODEL` its model.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from agevalx.errors import ConfigError
-from agevalx.harbor.envvars import is_template
+from agevalx.formats.harbor.envvars import is_template
 
 AMBIGUOUS = "harbor_verifier_judge_ambiguous"
 INVALID = "harbor_verifier_judge_invalid"

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agevalx.harbor.rewards import Rewards
+from agevalx.formats.harbor.rewards import Rewards
 
 if TYPE_CHECKING:
-    from agevalx.harbor.spec import HarborTaskSpec
+    from agevalx.formats.harbor.spec import HarborTaskSpec
 
 Severity = Literal["none", "warning", "error", "fatal"]
 

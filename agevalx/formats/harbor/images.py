@@ -10,7 +10,7 @@ from __future__ import annotations
 def image_workdir(reference: str) -> str | None:
     """The image's configured WORKDIR (`None` when it sets none)."""
     # The Docker SDK is imported here, not with the package: planning a Harbor dataset
-    # (`import agevalx.harbor`) needs no engine.
+    # (`import agevalx.formats.harbor`) needs no engine.
     import docker
 
     from agevalx.environments.engine import client

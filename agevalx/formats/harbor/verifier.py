@@ -14,9 +14,9 @@ from pathlib import Path
 
 from agevalx.environments.container import AttemptContainer
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborRunError
-from agevalx.harbor.outcomes import (
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.errors import HarborRunError
+from agevalx.formats.harbor.outcomes import (
     VERIFIER_DISABLED,
     VERIFIER_FAILED,
     VERIFIER_RESULT_INVALID,
@@ -27,8 +27,13 @@ from agevalx.harbor.outcomes import (
     verifier_outcome,
     verifier_timeout,
 )
-from agevalx.harbor.rewards import InvalidReward, Rewards, parse_reward_json, parse_reward_text
-from agevalx.harbor.sandbox import (
+from agevalx.formats.harbor.rewards import (
+    InvalidReward,
+    Rewards,
+    parse_reward_json,
+    parse_reward_text,
+)
+from agevalx.formats.harbor.sandbox import (
     AGENT_LOGS,
     ROOT,
     SANDBOX_ERRORS,
@@ -42,7 +47,7 @@ from agevalx.harbor.sandbox import (
     shell_of,
     tail,
 )
-from agevalx.harbor.spec import HarborTaskSpec
+from agevalx.formats.harbor.spec import HarborTaskSpec
 
 TEST_SCRIPT = f"{TESTS}/test.sh"
 TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
@@ -175,7 +180,7 @@ def run_verifier(
     verifier env, on top.
 
     With a job `verifier.import_path` the Harbor verifier class runs instead
-    (`agevalx.harbor.plugin`), its `TrialPaths` under `trial_root/<task>/<uuid>/` (a
+    (`agevalx.formats.harbor.plugin`), its `TrialPaths` under `trial_root/<task>/<uuid>/` (a
     temporary directory when `trial_root` is None).
     """
     started = time.monotonic()
@@ -185,7 +190,7 @@ def run_verifier(
     deadline = started + (timeout if timeout is not None else spec.verifier.timeout_sec)
     try:
         if spec.verifier.import_path is not None:
-            from agevalx.harbor.plugin import run_plugin_verifier  # imports Harbor lazily
+            from agevalx.formats.harbor.plugin import run_plugin_verifier  # imports Harbor lazily
 
             return run_plugin_verifier(
                 container,

@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agevalx.errors import AgevalError
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.errors import HarborError, HarborWarning
+from agevalx.formats.harbor.models import TaskOS, TaskToml
 from agevalx.fsutil import read_limited
-from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborError, HarborWarning
-from agevalx.harbor.models import TaskOS, TaskToml
 
 TEXT_LIMIT = 4 << 20
 """Bytes of a task's text file (task.toml, instruction.md) read at most."""

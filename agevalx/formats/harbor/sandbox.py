@@ -18,11 +18,11 @@ import docker
 from agevalx.environments.container import AttemptContainer, ContainerSpec, ExecResult
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import AgevalError
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.errors import HarborRunError
+from agevalx.formats.harbor.models import ArtifactConfig
+from agevalx.formats.harbor.spec import HarborTaskSpec
 from agevalx.fsutil import make_dirs
-from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborRunError
-from agevalx.harbor.models import ArtifactConfig
-from agevalx.harbor.spec import HarborTaskSpec
 
 LOGS = "/logs"
 AGENT_LOGS = "/logs/agent"

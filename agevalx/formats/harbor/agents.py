@@ -4,7 +4,7 @@ A Harbor agent such as terminus-2 runs on the host and acts in the container thr
 Harbor's `BaseEnvironment`. ageval (Python 3.11) cannot import Harbor (Python >= 3.12), so
 the agent runs in Harbor's Python, as a child process of ageval (`agent_runner.py`), and its
 environment's `exec`, uploads and downloads come back to ageval, which carries them out in
-the attempt container and records them (`agevalx.harbor.agentexec`).
+the attempt container and records them (`agevalx.formats.harbor.agentexec`).
 
 This module decides which Harbor agents ageval runs and binds them:
 

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agevalx.config.common import MAX_SECONDS
 from agevalx.errors import UsageError
-from agevalx.harbor.errors import HarborWarning
-from agevalx.harbor.jobconfig import check_refusals, read_job_config, unapplied_fields
-from agevalx.harbor.spec import RunOverrides
+from agevalx.formats.base import FormatOptions
+from agevalx.formats.harbor.errors import HarborWarning
+from agevalx.formats.harbor.jobconfig import check_refusals, read_job_config, unapplied_fields
+from agevalx.formats.harbor.spec import RunOverrides
 from agevalx.hashing import digest_json
 
 PrimaryMetric = Literal["score", "passed"]
@@ -147,7 +148,7 @@ def parse_execution_params(text: str) -> ExecutionParams:
     )
 
 
-class HarborOptions(BaseModel):
+class HarborOptions(BaseModel, FormatOptions):
     """Everything a Harbor run is given besides the dataset path."""
 
     model_config = ConfigDict(frozen=True)

@@ -14,16 +14,16 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from agevalx.config.common import MAX_SECONDS
-from agevalx.harbor import errors
-from agevalx.harbor.envvars import (
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.envvars import (
     UnresolvedVariable,
     effective_timeout,
     first_set,
     layered,
     resolve_env,
 )
-from agevalx.harbor.errors import HarborError, HarborWarning, TaskFailure
-from agevalx.harbor.models import (
+from agevalx.formats.harbor.errors import HarborError, HarborWarning, TaskFailure
+from agevalx.formats.harbor.models import (
     EnvironmentConfig,
     JobConfig,
     NetworkMode,
@@ -32,7 +32,7 @@ from agevalx.harbor.models import (
     VerifierEnvironmentMode,
     normalize_artifacts,
 )
-from agevalx.harbor.spec import (
+from agevalx.formats.harbor.spec import (
     EnvironmentSettings,
     HarborTaskSpec,
     Resources,
@@ -41,7 +41,7 @@ from agevalx.harbor.spec import (
     VerifierSpec,
     WorkdirSource,
 )
-from agevalx.harbor.taskdir import (
+from agevalx.formats.harbor.taskdir import (
     COMPOSE,
     CONFIG,
     DOCKERFILE,

@@ -33,13 +33,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agevalx.harbor.outcomes import (
+from agevalx.formats.harbor.outcomes import (
     VERIFIER_DISABLED,
     VERIFIER_RESULT_INVALID,
     VerifierOutcome,
     VerifierStatus,
 )
-from agevalx.harbor.rewards import Rewards
+from agevalx.formats.harbor.rewards import Rewards
 
 PrimaryMetric = Literal["score", "passed"]
 Strategy = Literal["avg", "pass"]

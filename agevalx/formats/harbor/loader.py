@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agevalx.harbor import errors
-from agevalx.harbor.errors import HarborError, HarborWarning
-from agevalx.harbor.jobconfig import (
+from agevalx.formats.harbor import errors
+from agevalx.formats.harbor.errors import HarborError, HarborWarning
+from agevalx.formats.harbor.jobconfig import (
     LoadedJobConfig,
     check_refusals,
     read_job_config,
     unapplied_fields,
 )
-from agevalx.harbor.models import JobConfig, JobDataset
-from agevalx.harbor.resolve import TaskContext, resolve_task
-from agevalx.harbor.spec import HarborJob, HarborTaskSpec, RunOverrides
-from agevalx.harbor.taskdir import (
+from agevalx.formats.harbor.models import JobConfig, JobDataset
+from agevalx.formats.harbor.resolve import TaskContext, resolve_task
+from agevalx.formats.harbor.spec import HarborJob, HarborTaskSpec, RunOverrides
+from agevalx.formats.harbor.taskdir import (
     children_tasks,
     declares_task,
     is_harbor_task,

@@ -1,0 +1,71 @@
+"""One folder per task format: nothing outside `formats/harbor/` imports from it (counting
+every import: inside functions and under `TYPE_CHECKING` too), except the format registry and
+the command line's option parsing, and the lint checks that still read Harbor's task files."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "agevalx"
+FOLDER = "agevalx.formats.harbor"
+
+REGISTRY = {
+    "agevalx/formats/__init__.py",
+    "agevalx/formats/agent_registry.py",
+    "agevalx/formats/agent_executors.py",
+    "agevalx/cli/options.py",
+}
+"""The format registry (datasets, summaries, and the agents a format brings) and the CLI's
+option parsing (`--job-config`, `--env-params`, ...)."""
+LINT = {
+    "agevalx/lint/source.py",
+    "agevalx/lint/checks/instructions.py",
+    "agevalx/lint/checks/readable.py",
+    "agevalx/lint/checks/verifier.py",
+}
+"""Not moved yet: lint reads Harbor's task files with Harbor's own readers."""
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, wherever the import statement is."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return found
+
+
+def importers_of_the_folder() -> set[str]:
+    importers = set()
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("agevalx/formats/harbor/"):
+            continue
+        if any(name == FOLDER or name.startswith(f"{FOLDER}.") for name in imported_modules(path)):
+            importers.add(relative)
+    return importers
+
+
+def test_only_the_registry_the_option_parsing_and_lint_import_the_harbor_folder() -> None:
+    assert importers_of_the_folder() - REGISTRY - LINT == set()
+
+
+def test_every_allowed_importer_still_imports_it() -> None:
+    """An exception no longer needed is dropped from the lists above."""
+    assert importers_of_the_folder() == REGISTRY | LINT
+
+
+def test_no_harbor_module_is_left_outside_its_folder() -> None:
+    """(`testing/harbor.py` installs the real Harbor package for the parity tests: a test
+    tool, not part of the format.)"""
+    outside = [
+        relative
+        for relative in (path.relative_to(ROOT).as_posix() for path in PACKAGE.rglob("*.py"))
+        if "harbor" in Path(relative).stem
+        and not relative.startswith(("agevalx/formats/harbor/", "agevalx/testing/"))
+    ]
+    assert outside == []

@@ -13,10 +13,10 @@ Heavy modules are imported on first use, so `import agevalx` stays cheap.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agevalx.errors import AgevalError, ConfigError, UsageError
+from agevalx.lazy import lazy_names
 
 if TYPE_CHECKING:
     from agevalx.api import replay, report, run
@@ -55,7 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'agevalx' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

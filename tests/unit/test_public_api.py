@@ -25,7 +25,7 @@ def test_every_public_name_resolves() -> None:
 def test_importing_agevalx_loads_no_heavy_module() -> None:
     probe = "import sys, agevalx; print(sorted(m for m in sys.modules if m.startswith('agevalx')))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
-    assert loaded.strip() == "['agevalx', 'agevalx.errors']"
+    assert loaded.strip() == "['agevalx', 'agevalx.errors', 'agevalx.lazy']"
 
 
 def test_report_renders_what_the_command_prints(tmp_path: Path) -> None:

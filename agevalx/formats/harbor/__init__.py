@@ -17,8 +17,9 @@ planning needs) does not load the verifier, the sandbox or the Docker SDK.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agevalx.lazy import lazy_names
 
 if TYPE_CHECKING:
     from agevalx.formats.harbor.errors import (
@@ -102,7 +103,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'agevalx.formats.harbor' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -15,6 +15,8 @@ from agevalx.operations import viewstamp
 from agevalx.operations.viewstamp import current_results, stamp_path, views_digest, write_stamp
 from agevalx.results.models import AttemptResult
 
+pytestmark = pytest.mark.unit
+
 KEY = "0" * 32
 
 

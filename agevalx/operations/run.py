@@ -43,7 +43,7 @@ from agevalx.operations.recovery import (
 from agevalx.operations.request import RunRequest
 from agevalx.operations.share import checkpoint_keys, record_job
 from agevalx.operations.views import CHECKPOINT_INDEX, write_attempt_views, write_checkpoint_index
-from agevalx.operations.viewstamp import current_results, views_digest, write_stamp
+from agevalx.operations.viewstamp import Stamp, current_results, views_digest, write_stamp
 from agevalx.results.build import (
     attempt_result,
     attempts_of,
@@ -51,7 +51,7 @@ from agevalx.results.build import (
     job_summary,
 )
 from agevalx.results.models import AttemptResult, JobRun, JobSummary
-from agevalx.results.paths import attempt_dir, suite_dir
+from agevalx.results.paths import attempt_dir, attempt_id, suite_dir
 from agevalx.runner.output import RunOutput
 from agevalx.runner.recovery import read_attempt
 
@@ -433,15 +433,16 @@ def _write_views(
     actions = {item.node.id: item.node.action for item in report.nodes if item.node.action}
     actions.update(report.actions)
     root = planned.dataset.root
-    stamp = _stamp_of(planned, report, request)
-    results = current_results(root, *stamp) if stamp is not None else None
+    forked = _forked(planned)
+    stamp = None if forked else _stamp_of(planned, report, request)
+    results = current_results(root, stamp) if stamp is not None else None
     not_run = 0
     if results is None:  # the views are written (again), unless the stamp vouches for them
-        written = _write_node_views(planned, report)
+        written = _write_node_views(planned, report, forked)
         results, not_run = _write_attempt_views(planned, store, report, request, actions, budget)
         if stamp is not None:
             directories = [attempt_dir(root, result.attempt_id) for result in results]
-            write_stamp(root, *stamp, directories, written, results)
+            write_stamp(root, stamp, directories, written, results)
     summary, path = None, None
     if "summary:job" in planned:
         node = planned.node("summary:job")
@@ -460,13 +461,11 @@ def _write_views(
     return outcome
 
 
-def _stamp_of(
-    planned: Plan, report: ExecutionReport, request: RunRequest
-) -> tuple[str, str] | None:
-    """The job's summary key and the digest of what its views are made from, when they can
-    be stamped (see `agevalx.operations.viewstamp`): a job with a summary node, not a fork,
-    whose every node was reused."""
-    if "summary:job" not in planned or _forked(planned):
+def _stamp_of(planned: Plan, report: ExecutionReport, request: RunRequest) -> Stamp | None:
+    """The stamp the job's views are checked by, when they can be stamped (see
+    `agevalx.operations.viewstamp`): a job with a summary node whose every node was reused
+    (a fork's views are not stamped)."""
+    if "summary:job" not in planned:
         return None
     profiles = request.binding.profiles
     try:
@@ -478,18 +477,21 @@ def _stamp_of(
         "keep_recovery_state": request.keep_recovery_state,
         "profiles": [str(profiles), profiles_digest],
     }
-    digest = views_digest(report.nodes, attempts_of(planned), options)
-    return None if digest is None else (planned.node("summary:job").key, digest)
+    attempts = tuple(
+        attempt_id(planned.node(f"run:{task_id}#{attempt}"))
+        for task_id, attempt in attempts_of(planned)
+    )
+    digest = views_digest(report.nodes, attempts, options)
+    return None if digest is None else Stamp(planned.node("summary:job").key, digest, attempts)
 
 
 def _forked(planned: Plan) -> bool:
     return any("fork" in node.payload for node in planned.nodes() if node.kind == "run")
 
 
-def _write_node_views(planned: Plan, report: ExecutionReport) -> list[Path]:
+def _write_node_views(planned: Plan, report: ExecutionReport, forked: bool) -> list[Path]:
     """The journal record of every finished node and the lock views; the files written."""
     root = planned.dataset.root
-    forked = _forked(planned)
     written: list[Path] = []
     for item in report.nodes:
         if item.outcome in ("reused", "computed"):

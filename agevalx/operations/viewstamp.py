@@ -32,6 +32,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -50,15 +51,25 @@ _State = tuple[int, int, int, int, int]
 """inode, size, mode, mtime_ns, ctime_ns"""
 
 
+class Stamp(NamedTuple):
+    """Which stamp a job's views are checked by."""
+
+    summary_key: str
+    """The job's summary key: the stamp's name."""
+    digest: str
+    """What the views are made from (`views_digest`)."""
+    attempt_ids: tuple[str, ...]
+    """The job's attempts, in plan order: the results a stamp gives back must be theirs, and
+    it must have recorded each one's result.json."""
+
+
 def stamp_path(dataset_root: Path, summary_key: str) -> Path:
     """Where the stamp of a job's views lives (one per job, named by its summary key)."""
     return dataset_root.joinpath(STAMP_DIR, f"{summary_key}.json")
 
 
 def views_digest(
-    nodes: Sequence[NodeReport],
-    attempts: Iterable[tuple[str, int]],
-    options: dict[str, object],
+    nodes: Sequence[NodeReport], attempt_ids: Sequence[str], options: dict[str, object]
 ) -> str | None:
     """The digest of what a job's views are made from, or None when they cannot be
     stamped: a node was computed, failed, skipped or retried in this invocation."""
@@ -72,7 +83,7 @@ def views_digest(
             return None
         outputs = ",".join(f"{name}={ref.digest}" for name, ref in sorted(action.outputs.items()))
         digest.update(f"\n{item.node.id} {item.node.key} {action.created} {outputs}".encode())
-    digest.update(json.dumps(sorted(attempts)).encode())
+    digest.update(json.dumps(list(attempt_ids)).encode())
     return digest.hexdigest()
 
 
@@ -101,8 +112,7 @@ def _walk(directory: Path, found: dict[str, _State], base: Path) -> None:
 
 def write_stamp(
     dataset_root: Path,
-    summary_key: str,
-    digest: str,
+    stamp: Stamp,
     directories: Iterable[Path],
     files: Iterable[Path],
     results: list[AttemptResult],
@@ -122,11 +132,11 @@ def write_stamp(
                 continue
         document = {
             "format": STAMP_FORMAT,
-            "digest": digest,
+            "digest": stamp.digest,
             "recorded_ns": recorded_ns,
             "states": states,
         }
-        path = stamp_path(dataset_root, summary_key)
+        path = stamp_path(dataset_root, stamp.summary_key)
         # The results are checked by the same model as result.json, parsed from JSON bytes.
         atomic_write(path.with_suffix(".results.json"), _RESULTS.dump_json(results))
         atomic_write(path, json.dumps(document, separators=(",", ":")).encode())
@@ -134,17 +144,19 @@ def write_stamp(
         return
 
 
-def current_results(
-    dataset_root: Path, summary_key: str, digest: str
-) -> list[AttemptResult] | None:
+def current_results(dataset_root: Path, stamp: Stamp) -> list[AttemptResult] | None:
     """The results the stamp holds when the views it recorded are current, else None."""
     try:
-        path = stamp_path(dataset_root, summary_key)
+        path = stamp_path(dataset_root, stamp.summary_key)
         document = json.loads(path.read_bytes())
-        if document.get("format") != STAMP_FORMAT or document.get("digest") != digest:
+        if document.get("format") != STAMP_FORMAT or document.get("digest") != stamp.digest:
             return None
         trusted_before = int(document["recorded_ns"]) - RACY_WINDOW_NS
         states = document["states"]
+        # A stamp vouches for every attempt's result.json, or for nothing (one that names no
+        # path would otherwise match any tree).
+        if any(f"runs/{attempt}/result.json" not in states for attempt in stamp.attempt_ids):
+            return None
         base = str(dataset_root / STATE_DIR)
         for relative, state in states.items():
             if relative.startswith("/") or ".." in relative.split("/"):
@@ -154,6 +166,9 @@ def current_results(
                 return None
             if info.st_mtime_ns >= trusted_before or info.st_ctime_ns >= trusted_before:
                 return None
-        return _RESULTS.validate_json(path.with_suffix(".results.json").read_bytes())
+        results = _RESULTS.validate_json(path.with_suffix(".results.json").read_bytes())
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
         return None
+    if tuple(result.attempt_id for result in results) != stamp.attempt_ids:
+        return None
+    return results

@@ -12,12 +12,19 @@ from types import SimpleNamespace
 import pytest
 
 from agevalx.operations import viewstamp
-from agevalx.operations.viewstamp import current_results, stamp_path, views_digest, write_stamp
+from agevalx.operations.viewstamp import (
+    Stamp,
+    current_results,
+    stamp_path,
+    views_digest,
+    write_stamp,
+)
 from agevalx.results.models import AttemptResult
 
 pytestmark = pytest.mark.unit
 
 KEY = "0" * 32
+ATTEMPTS = ("a-0", "b-0")
 
 
 def result(attempt_id: str) -> AttemptResult:
@@ -51,15 +58,15 @@ def views(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[P
 def stamp(root: Path, paths: list[Path], digest: str = "d1") -> list[AttemptResult]:
     results = [result("a-0"), result("b-0")]
     time.sleep(0.01)  # the files' ctimes fall before the stamp is recorded
-    write_stamp(root, KEY, digest, paths[:2], paths[2:], results)
+    write_stamp(root, Stamp(KEY, digest, ATTEMPTS), paths[:2], paths[2:], results)
     return results
 
 
 def test_unchanged_views_give_back_their_results(views: tuple[Path, list[Path]]) -> None:
     root, paths = views
     results = stamp(root, paths)
-    assert current_results(root, KEY, "d1") == results
-    assert current_results(root, KEY, "d2") is None  # made from something else
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) == results
+    assert current_results(root, Stamp(KEY, "d2", ATTEMPTS)) is None  # made from something else
 
 
 @pytest.mark.parametrize(
@@ -77,7 +84,7 @@ def test_any_change_to_a_view_file_is_seen(views: tuple[Path, list[Path]], chang
     root, paths = views
     stamp(root, paths)
     change(root / ".ageval/runs")
-    assert current_results(root, KEY, "d1") is None
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
 
 
 def test_a_file_changed_within_the_racy_window_is_not_trusted(
@@ -86,7 +93,7 @@ def test_a_file_changed_within_the_racy_window_is_not_trusted(
     root, paths = views
     stamp(root, paths)
     monkeypatch.setattr(viewstamp, "RACY_WINDOW_NS", 10 * 1_000_000_000)
-    assert current_results(root, KEY, "d1") is None
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
 
 
 def test_a_stamp_naming_a_path_outside_the_state_directory_is_refused(
@@ -102,14 +109,28 @@ def test_a_stamp_naming_a_path_outside_the_state_directory_is_refused(
     state = [info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns]
     document["states"]["../outside.txt"] = state
     path.write_text(json.dumps(document))
-    assert current_results(root, KEY, "d1") is None
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
+
+
+def test_a_stamp_must_vouch_for_every_attempt_it_gives_results_of(
+    views: tuple[Path, list[Path]],
+) -> None:
+    root, paths = views
+    stamp(root, paths)
+    assert current_results(root, Stamp(KEY, "d1", ("a-0",))) is None  # results of another job
+    assert current_results(root, Stamp(KEY, "d1", ("b-0", "a-0"))) is None
+    path = stamp_path(root, KEY)
+    document = json.loads(path.read_bytes())
+    document["states"] = {}  # a stamp shipped with a dataset would name no state it cannot know
+    path.write_text(json.dumps(document))
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
 
 
 def test_malformed_results_are_no_stamp(views: tuple[Path, list[Path]]) -> None:
     root, paths = views
     stamp(root, paths)
     stamp_path(root, KEY).with_suffix(".results.json").write_text('[{"status": "PASS"}]')
-    assert current_results(root, KEY, "d1") is None
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
 
 
 def report(outcome: str = "reused", **extra: object) -> SimpleNamespace:
@@ -120,12 +141,12 @@ def report(outcome: str = "reused", **extra: object) -> SimpleNamespace:
 
 
 def test_the_digest_covers_keys_and_outputs_and_refuses_what_ran() -> None:
-    base = views_digest([report()], [("t", 0)], {"root": "/d"})  # type: ignore[list-item]
+    base = views_digest([report()], ["t-0"], {"root": "/d"})  # type: ignore[list-item]
     assert base is not None
-    assert views_digest([report()], [("t", 0)], {"root": "/e"}) != base  # type: ignore[list-item]
-    assert views_digest([report()], [("t", 1)], {"root": "/d"}) != base  # type: ignore[list-item]
+    assert views_digest([report()], ["t-0"], {"root": "/e"}) != base  # type: ignore[list-item]
+    assert views_digest([report()], ["t-1"], {"root": "/d"}) != base  # type: ignore[list-item]
     other = report()
     other.action.outputs["o"].digest = "cd"
-    assert views_digest([other], [("t", 0)], {"root": "/d"}) != base  # type: ignore[list-item]
+    assert views_digest([other], ["t-0"], {"root": "/d"}) != base  # type: ignore[list-item]
     for ran in (report("computed"), report("failed"), report(retried="lost"), report(tries=[1])):
-        assert views_digest([ran], [("t", 0)], {"root": "/d"}) is None  # type: ignore[list-item]
+        assert views_digest([ran], ["t-0"], {"root": "/d"}) is None  # type: ignore[list-item]

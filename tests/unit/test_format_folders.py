@@ -4,8 +4,9 @@ the command line's option parsing, and the lint checks that still read Harbor's 
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -32,24 +33,29 @@ LINT = {
 """Not moved yet: lint reads Harbor's task files with Harbor's own readers."""
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every module `path` imports, wherever the import statement is."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-    return found
+def _import_cycles() -> ModuleType:
+    """scripts/import_cycles.py, whose reading of import statements CI's cycle check uses."""
+    spec = importlib.util.spec_from_file_location(
+        "import_cycles", ROOT / "scripts/import_cycles.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def importers_of_the_folder() -> set[str]:
+    """The modules outside the folder that import from it, counting every import."""
+    cycles = _import_cycles()
+    paths = sorted(PACKAGE.rglob("*.py"))
+    known = {cycles.module_name(path) for path in paths}
     importers = set()
-    for path in PACKAGE.rglob("*.py"):
+    for path in paths:
         relative = path.relative_to(ROOT).as_posix()
         if relative.startswith("agevalx/formats/harbor/"):
             continue
-        if any(name == FOLDER or name.startswith(f"{FOLDER}.") for name in imported_modules(path)):
+        imported = cycles.imports(path, known, every=True)
+        if any(name == FOLDER or name.startswith(f"{FOLDER}.") for name in imported):
             importers.add(relative)
     return importers
 

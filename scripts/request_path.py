@@ -80,7 +80,7 @@ def _carries_request(frame: FrameType) -> bool:
 
 
 @dataclass
-class Path_:
+class RequestPath:
     stops: list[str] = field(default_factory=list)
     calls_up: list[tuple[str, str]] = field(default_factory=list)
     """(caller, callee) where the callee is in a higher layer than the caller."""
@@ -136,7 +136,7 @@ def main() -> int:
     argv = ["run", args.dataset, "-k", str(args.k), "--json"]
     for task in args.task:
         argv += ["--task", task]
-    path = Path_()
+    path = RequestPath()
     sys.setprofile(path.hook)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from agevalx.errors import UsageError
 
 if TYPE_CHECKING:
-    from agevalx.formats.base import Dataset, FormatFigures, FormatOptions
+    from agevalx.formats.base import Dataset, FormatFigures, FormatOptions, LintReading
     from agevalx.lockfile.request import BindingRequest
     from agevalx.results.models import JobSummary
 
@@ -63,3 +63,12 @@ def summary_figures(summary: JobSummary) -> list[FormatFigures]:
     from agevalx.formats.harbor.summary import summary_figures as harbor_figures
 
     return [harbor_figures(section, summary.k)]
+
+
+def lint_reading(name: str) -> LintReading:
+    """How `ageval lint` reads the task directories of format `name` (`harbor`)."""
+    if name != "harbor":
+        raise ValueError(f"no task format {name!r} is read by its own lint reader")
+    from agevalx.formats.harbor.lint import READING
+
+    return READING

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -62,6 +62,29 @@ class FormatFigures:
     """A short cell for the viewer's table of jobs (Harbor: its primary metric)."""
     warning: str | None = None
     """Why the job's figures are not to be compared, when they are not."""
+
+
+@dataclass(frozen=True)
+class LintReading:
+    """What `ageval lint` reads of a format's task directories, with the format's own
+    readers and without the host's environment (Harbor's: `formats/harbor/lint.py`)."""
+
+    config_file: str
+    """The task's config file (task.toml)."""
+    instruction_file: str
+    """The file the agent's task is written in (instruction.md)."""
+    declares_task: Callable[[Path], bool]
+    """Whether a directory is (meant to be) a task of the format."""
+    load_task: Callable[[Path], object]
+    """The format's reader of one task directory, `${VAR}` templates kept as written;
+    raises the coded error a run would stop with."""
+    instruction_body: Callable[[str], str]
+    """The instruction's text as the agent gets it (Harbor drops leading canary lines)."""
+    reported_elsewhere: Callable[[AgevalError], bool]
+    """A reader's error that a lint rule of its own reports, with its code and line."""
+    verifier_judges: Callable[[Mapping[str, str]], Sequence[object]]
+    """The model judges a verifier's env (as written) names; raises `ConfigError` on an
+    ambiguous one."""
 
 
 class Verifier(ABC):

@@ -11,7 +11,7 @@ import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import cache, cached_property, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,16 +19,20 @@ from agevalx.config.loading import read_yaml_mapping
 from agevalx.dataset.loader import TASK_FILE, read_dataset, read_task
 from agevalx.environments.compose import COMPOSE_FILES
 from agevalx.errors import AgevalError, ConfigError
-from agevalx.formats.harbor.envvars import KeepTemplates
-from agevalx.formats.harbor.loader import load_harbor_tasks
-from agevalx.formats.harbor.taskdir import CONFIG as HARBOR_CONFIG
-from agevalx.formats.harbor.taskdir import declares_task
+from agevalx.formats import lint_reading
+from agevalx.formats.base import LintReading
 from agevalx.fsutil import read_limited
 
 Format = Literal["ageval", "harbor"]
 TEXT_LIMIT = 4 << 20
 """Bytes of a file the checks read at most; a larger file is only measured."""
 PROFILES_FILE = "profiles.yaml"
+
+
+@cache
+def harbor() -> LintReading:
+    """How Harbor tasks are read (the format's module loads on first use)."""
+    return lint_reading("harbor")
 
 
 @dataclass
@@ -47,7 +51,7 @@ class LintTask:
 
     @property
     def config_name(self) -> str:
-        return TASK_FILE if self.format == "ageval" else HARBOR_CONFIG
+        return TASK_FILE if self.format == "ageval" else harbor().config_file
 
     def path(self, name: str) -> str:
         """`name` (relative to the task; "" for the directory) as a finding shows it."""
@@ -69,7 +73,7 @@ class LintTask:
         try:
             if self.format == "ageval":
                 return read_yaml_mapping(self.directory / TASK_FILE, display=TASK_FILE)
-            text = self.text(HARBOR_CONFIG)
+            text = self.text(harbor().config_file)
             return None if text is None else tomllib.loads(text)
         except (AgevalError, tomllib.TOMLDecodeError):
             return None
@@ -167,6 +171,7 @@ def open_source(path: Path) -> LintSource:
         ]
         profiles = [PROFILES_FILE] if (path / PROFILES_FILE).is_file() else []
         return LintSource(path, display, "ageval", tasks, ["ageval.yaml", *profiles])
+    declares_task = harbor().declares_task
     if declares_task(path):
         return LintSource(path, display, "harbor", [_harbor_task(path, ".")], [])
     children = sorted(child for child in path.iterdir() if child.is_dir() and declares_task(child))
@@ -182,6 +187,5 @@ def open_source(path: Path) -> LintSource:
 
 
 def _harbor_task(directory: Path, relative: str) -> LintTask:
-    # Templates stay as written: linting reads no host environment.
-    load = partial(load_harbor_tasks, directory, environ=KeepTemplates())
+    load = partial(harbor().load_task, directory)
     return LintTask(directory.name, directory, relative, "harbor", load)

@@ -1,6 +1,6 @@
 """One folder per task format: nothing outside `formats/harbor/` imports from it (counting
 every import: inside functions and under `TYPE_CHECKING` too), except the format registry and
-the command line's option parsing, and the lint checks that still read Harbor's task files."""
+the command line's option parsing."""
 
 from __future__ import annotations
 
@@ -24,13 +24,6 @@ REGISTRY = {
 }
 """The format registry (datasets, summaries, and the agents a format brings) and the CLI's
 option parsing (`--job-config`, `--env-params`, ...)."""
-LINT = {
-    "agevalx/lint/source.py",
-    "agevalx/lint/checks/instructions.py",
-    "agevalx/lint/checks/readable.py",
-    "agevalx/lint/checks/verifier.py",
-}
-"""Not moved yet: lint reads Harbor's task files with Harbor's own readers."""
 
 
 def _import_cycles() -> ModuleType:
@@ -60,13 +53,13 @@ def importers_of_the_folder() -> set[str]:
     return importers
 
 
-def test_only_the_registry_the_option_parsing_and_lint_import_the_harbor_folder() -> None:
-    assert importers_of_the_folder() - REGISTRY - LINT == set()
+def test_only_the_registry_and_the_option_parsing_import_the_harbor_folder() -> None:
+    assert importers_of_the_folder() - REGISTRY == set()
 
 
 def test_every_allowed_importer_still_imports_it() -> None:
     """An exception no longer needed is dropped from the lists above."""
-    assert importers_of_the_folder() == REGISTRY | LINT
+    assert importers_of_the_folder() == REGISTRY
 
 
 def test_no_harbor_module_is_left_outside_its_folder() -> None:

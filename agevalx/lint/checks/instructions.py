@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agevalx.formats.harbor.taskdir import INSTRUCTION, strip_canary
 from agevalx.lint.rule import Hit
-from agevalx.lint.source import LintTask
+from agevalx.lint.source import LintTask, harbor
 from agevalx.lockfile.resolve import PROMPT_FILE
 
 MAX_INSTRUCTION_BYTES = 1 << 20
@@ -14,7 +13,7 @@ MAX_INSTRUCTION_BYTES = 1 << 20
 
 def _instruction_files(task: LintTask) -> list[str]:
     if task.format == "harbor":
-        return [INSTRUCTION]
+        return [harbor().instruction_file]
     return [name for name in task.files if name.startswith("prompts/")]
 
 
@@ -24,13 +23,16 @@ def instruction_missing(task: LintTask) -> Iterator[Hit]:
             return
         name, hint = PROMPT_FILE, "write the agent's task in prompts/task.md (or add run.py)"
     else:
-        name, hint = INSTRUCTION, "write the agent's task in instruction.md"
+        name = harbor().instruction_file
+        hint = f"write the agent's task in {name}"
     path = task.directory / name
     if not path.is_file():
         yield Hit(name, None, f"{name} is missing: the agent gets no task", hint)
     elif path.stat().st_size <= MAX_INSTRUCTION_BYTES:
         text = task.text(name)
-        if text is not None and not strip_canary(text).strip():
+        if text is not None and task.format == "harbor":
+            text = harbor().instruction_body(text)  # as the agent gets it
+        if text is not None and not text.strip():
             yield Hit(name, None, f"{name} is empty: the agent gets no task", hint)
 
 

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from agevalx.errors import AgevalError
-from agevalx.formats.harbor.judges import verifier_judges
 from agevalx.lint.dockerfile import copied_sources, instructions
 from agevalx.lint.rule import AGENT_DOCKERFILE, Hit, table
-from agevalx.lint.source import LintTask
+from agevalx.lint.source import LintTask, harbor
 
 VERIFIER_DIRS = frozenset({"tests", "solution", "evaluation"})
 """Top-level directories of a task that only the verifier (or the oracle) may see."""
@@ -155,7 +154,7 @@ def _judged(task: LintTask) -> bool:
         return bool(table(task.config, "evaluation").get("judge"))
     written = table(task.config, "verifier", "env")
     try:
-        return bool(verifier_judges({str(k): str(v) for k, v in written.items()}))
+        return bool(harbor().verifier_judges({str(k): str(v) for k, v in written.items()}))
     except AgevalError:
         return False
 

@@ -191,6 +191,7 @@ _TASK = {
     "remote_not_configured": "no remote was given",
     "remote_not_found": "no remote has that name",
     "remote_read_only": "the remote was added read-only",
+    "replay_lock_differs": "the task locks otherwise than the replayed attempt's did",
     "report_invalid_file": "a summary or result file of the job breaks its format",
     "report_job_conflict": "--job was given for a source that is already a job",
     "report_missing_result": "the job indexes a result.json that does not exist",

@@ -10,9 +10,14 @@ from agevalx.cli.options import (
     AgentOption,
     CacheDirOption,
     DatasetArgument,
+    DatasetNameOption,
+    EnvParamsOption,
+    ExecutionParamsOption,
+    JobConfigOption,
     JsonOption,
     ModelOption,
     ProfilesOption,
+    harbor_options,
     open_store,
 )
 from agevalx.cli.render import print_json, render_reaped, stdout
@@ -42,6 +47,10 @@ def replay(
     agent: AgentOption = None,
     model: ModelOption = None,
     profiles: ProfilesOption = None,
+    job_config: JobConfigOption = None,
+    env_params: EnvParamsOption = None,
+    execution_params: ExecutionParamsOption = None,
+    dataset_name: DatasetNameOption = None,
     trust_run_py: Annotated[
         bool,
         typer.Option(
@@ -58,7 +67,9 @@ def replay(
     node: asking for the same one again reuses it.
 
     The environment is the one the source attempt ran in: its agents are bound as its lock
-    records (`--agent`/`--model`, or the `--profiles` file it kept), or as given here.
+    records (`--agent`/`--model`, or the `--profiles` file it kept), or as given here. A
+    Harbor attempt run with a job config, `--env-params`, `--execution-params` or
+    `--dataset-name` is replayed with the same ones: the task must lock as it did.
 
     With `--model-traffic`, the agent itself is re-run and the model gateway serves it the
     source's recorded responses in order, matched by a digest of each request's body.
@@ -68,6 +79,7 @@ def replay(
 
     given = agent is not None or model is not None or profiles is not None
     binding = BindingRequest(agent=agent, model=model, profiles=profiles) if given else None
+    settings = harbor_options(job_config, env_params, None, None, execution_params, dataset_name)
     with open_store(cache_dir) as store:
         outcome = replay_attempt(
             dataset,
@@ -78,6 +90,7 @@ def replay(
             binding=binding,
             model_traffic=model_traffic,
             trust_run_py=trust_run_py,
+            format_options=settings,
         )
     report = outcome.report
     if as_json:

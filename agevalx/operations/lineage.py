@@ -91,20 +91,29 @@ def recorded_branches(dataset_root: Path) -> list[Branch]:
     return found
 
 
+def recorded_node_key(dataset_root: Path, attempt: str, kind: str) -> str | None:
+    """The key of the `kind` node an attempt's result.json names; None when it names none."""
+    path = attempt_dir(dataset_root, attempt) / "result.json"
+    try:
+        document: Any = json.loads(path.read_bytes())
+        nodes = document.get("nodes", []) if isinstance(document, dict) else []
+        return next(str(n["key"]) for n in nodes if isinstance(n, dict) and n.get("kind") == kind)
+    except (OSError, ValueError, StopIteration, KeyError, TypeError):
+        return None
+
+
 def source_run_key(dataset_root: Path, attempt: str) -> str | None:
     """The run node key of an attempt, from its result.json, else its attempt.json."""
     directory = attempt_dir(dataset_root, attempt)
-    try:
-        document: Any = json.loads((directory / "result.json").read_bytes())
-        nodes = document.get("nodes", []) if isinstance(document, dict) else []
-        return next(str(n["key"]) for n in nodes if isinstance(n, dict) and n.get("kind") == "run")
-    except (OSError, ValueError, StopIteration, KeyError):
+    recorded = recorded_node_key(dataset_root, attempt, "run")
+    if recorded is None:
         # The recovery journal (and the Docker owners it checks) only for a run without a
         # result: `ageval graph show` of a finished dataset needs no engine.
         from agevalx.runner.recovery import read_attempt
 
         previous = read_attempt(directory)
         return previous.run_key if previous is not None else None
+    return recorded
 
 
 def _models(node: Node) -> dict[str, str | None]:

@@ -40,7 +40,7 @@ from agevalx.errors import AgevalError, UsageError
 from agevalx.evaluation.evaluate import masked
 from agevalx.evaluation.result import EvaluationResult
 from agevalx.evaluation.session import RunFacts, ScoringSession
-from agevalx.formats.base import TaskRuntime, dataset_of
+from agevalx.formats.base import FormatOptions, TaskRuntime, dataset_of
 from agevalx.fsutil import atomic_write
 from agevalx.gateway.recording import MODEL_TRAFFIC
 from agevalx.gateway.replaying import ModelDivergence, TrafficReplay
@@ -58,9 +58,14 @@ from agevalx.images.build import (
     reference_of,
     revalidate_images,
 )
-from agevalx.lockfile.node import task_lock
+from agevalx.lockfile.node import lock_bytes, task_lock
 from agevalx.lockfile.request import BindingRequest
-from agevalx.operations.lineage import Branch, record_branch, source_run_key
+from agevalx.operations.lineage import (
+    Branch,
+    record_branch,
+    recorded_node_key,
+    source_run_key,
+)
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.operations.recovery import source_binding
 from agevalx.redaction import Redactor
@@ -386,12 +391,15 @@ def replay(
     binding: BindingRequest | None = None,
     model_traffic: bool = False,
     trust_run_py: bool = False,
+    format_options: FormatOptions | None = None,
 ) -> ReplayOutcome:
     """Replay `attempt` of `dataset` (or reuse the cached replay); see the module docstring.
 
     `fresh` re-executes it even when the cache holds it, replacing the cached entry. The
-    agents are bound as `binding` says, else as the source attempt's lock recorded. With
-    `model_traffic`, run.py runs again: in its sandbox, unless `trust_run_py`.
+    agents are bound as `binding` says, else as the source attempt's lock recorded. The
+    format's run settings (a Harbor job config, ...) are `format_options`: the task must lock
+    as the source's did. With `model_traffic`, run.py runs again: in its sandbox, unless
+    `trust_run_py`.
     """
     source = read_source(dataset, attempt)
     reaped = reap_orphans()
@@ -401,8 +409,10 @@ def replay(
         tasks=(source.task,),
         kinds=kinds,
         binding=binding or source_binding(dataset, attempt, store),
+        harbor=format_options,
     )
     planned = plan(request, store)
+    _check_same_lock(planned, source, recorded_node_key(dataset, attempt, "lock"), store)
     revalidate_images(planned)
     node = replay_node(planned, source, evaluate, store, model_traffic)
     node.payload["run_py"] = "trusted" if trust_run_py else "sandbox"
@@ -440,6 +450,59 @@ def replay(
         ),
     )
     return ReplayOutcome(report=written, outcome=outcome, node=node, reaped=reaped)
+
+
+BOUND_FIELDS = ("binding", "overrides", "config_digest")
+"""The lock fields a replay may change: how its agents are bound (`--agent`, `--model`,
+`--profiles`, the model endpoints the host names), and the digest over them."""
+
+
+def _check_same_lock(
+    planned: Plan, source: ReplaySource, recorded: str | None, store: CacheStore
+) -> None:
+    """Refuse a replay whose task locks otherwise than its source did, bindings aside: its
+    agents would run the task with other files, limits or format settings (a Harbor job
+    config's timeouts, say). A source lock the cache no longer holds is not checked."""
+    node_id = f"lock:{source.task}"
+    action = store.get_action("lock", recorded) if recorded is not None else None
+    output = action.outputs.get("lock") if action is not None else None
+    if output is None or node_id not in planned:
+        return
+    document = planned.node(node_id).payload["lock"]
+    if digest_bytes(lock_bytes(document)) == output.digest:
+        return
+    try:
+        before: Any = json.loads(store.get_bytes(output.digest))
+    except (AgevalError, ValueError):
+        return  # an unreadable source lock: nothing to compare with
+    if not isinstance(before, dict):
+        return
+    fields = sorted((set(before) | set(document)) - set(BOUND_FIELDS))
+    differing = [name for name in fields if before.get(name) != document.get(name)]
+    if not differing:
+        return
+    first = differing[0]
+    where = _first_difference(before.get(first), document.get(first), first)
+    raise UsageError(
+        "replay_lock_differs",
+        f"task {source.task} now locks otherwise than attempt {source.attempt} did "
+        f"(first difference: {where or differing[0]})",
+        field="--run",
+        hint="give replay the options the source was run with (--job-config, "
+        "--env-params, --execution-params, --dataset-name); if the task itself changed "
+        "since, run it again instead",
+    )
+
+
+def _first_difference(before: Any, after: Any, path: str = "") -> str | None:
+    """The dotted path of the first field where two JSON documents differ."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for name in sorted(set(before) | set(after), key=str):
+            found = _first_difference(before.get(name), after.get(name), f"{path}.{name}")
+            if found is not None:
+                return found
+        return None
+    return None if before == after else path.lstrip(".") or None
 
 
 def _digest(output: str | None) -> str | None:

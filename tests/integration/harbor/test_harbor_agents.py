@@ -213,3 +213,25 @@ def test_a_harbor_attempt_forks_and_replays_to_its_reward(
     assert evaluation["details"]["extra"]["eval_raw_data"]["rewards"] == {"reward": 1.0}
     code, again = cli(capsys, "replay", str(dataset), "--run", source, "--evaluate")
     assert code == 0 and again["outcome"] == "reused"
+
+
+def test_a_replay_takes_the_job_config_its_source_ran_with_and_refuses_without_it(
+    copy_dataset: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job config's timeouts are in the task's lock: replayed without them, the agent
+    would run under other limits than its source did, so the replay is refused."""
+    dataset = copy_dataset(DATASET)
+    job = ("--job-config", json.dumps({"agent_timeout_multiplier": 3}))
+    code, document = cli(capsys, "run", str(dataset), *job, "--keep-recovery-state")
+    assert code == 0, document
+    source = document["results"][0]["attempt_id"]
+
+    code, refused = cli(capsys, "replay", str(dataset), "--run", source, "--evaluate")
+    assert code != 0 and refused["error"]["code"] == "replay_lock_differs", refused
+    assert "--job-config" in refused["error"]["hint"]
+    assert sorted(p.name for p in (dataset / ".ageval" / "runs").iterdir()) == [source]
+
+    code, replayed = cli(capsys, "replay", str(dataset), "--run", source, *job, "--evaluate")
+    assert code == 0, replayed
+    assert (replayed["status"], replayed["steps"]) == ("matched", len(COMMANDS))
+    assert (replayed["evaluation"]["status"], replayed["evaluation"]["score"]) == ("PASS", 1.0)

@@ -109,6 +109,8 @@ class Attempt:
     secret: str
     requests: int
     """Model turns the mock served."""
+    options: tuple[str, ...] = ()
+    """The run's format options (a Harbor job config), which its replay is given too."""
 
     @property
     def directory(self) -> Path:
@@ -183,7 +185,7 @@ class AgentHarness:
         document = json.loads(self.capsys.readouterr().out)
         (result,) = document["results"]
         assert code == 0 and result["status"] == "PASS", json.dumps(result, indent=2)
-        return Attempt(dataset, result, secret, requests)
+        return Attempt(dataset, result, secret, requests, extra)
 
     def harbor_hello(self) -> Attempt:
         """harbor-demo's hello, its 60 s agent timeout multiplied as a Harbor job config
@@ -216,8 +218,10 @@ class AgentHarness:
         assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0, usage
 
     def check_replay(self, attempt: Attempt) -> dict[str, Any]:
-        """`ageval replay --model-traffic` (the mock is gone) scores the same."""
+        """`ageval replay --model-traffic` (the mock is gone), given the run's job config as
+        the source was, scores the same."""
         command = ["replay", str(attempt.dataset), "--run", attempt.result["attempt_id"]]
+        command += list(attempt.options)
         code = main([*command, "--model-traffic", "--evaluate", "--fresh", "--json"])
         replayed: dict[str, Any] = json.loads(self.capsys.readouterr().out)
         assert code == 0, replayed

@@ -15,6 +15,9 @@ moment the entry was recorded; otherwise the file is hashed again.
 It also keeps, per scope (a container's snapshot root), the last listing a checkpoint
 took of that directory (see `agevalx.runner.incremental`), so the next checkpoint reads
 only what changed since, even from another process that reattached to the container.
+
+And, per remote, the closures a push found whole there, under the remote's GENERATION token
+(`agevalx.cache.transfer`): the same push again asks the remote for that token only.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +33,8 @@ from types import TracebackType
 RACY_WINDOW_NS = 2_000_000_000
 TREE_STATES_KEPT = 64
 """Scopes whose last listing is kept; older ones (finished containers) are dropped."""
+PUSHES_KEPT = 256
+"""Closures remembered as pushed, over every remote; older ones are asked of the remote."""
 QUERY_INODES = 500
 """Inodes per lookup query, below SQLite's oldest limit of 999 bound parameters."""
 
@@ -51,6 +57,13 @@ CREATE TABLE IF NOT EXISTS tree_state (
     scope TEXT PRIMARY KEY,
     recorded_ns INTEGER NOT NULL,
     state BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pushed (
+    remote TEXT NOT NULL,
+    closure TEXT NOT NULL,
+    generation TEXT NOT NULL,
+    recorded_ns INTEGER NOT NULL,
+    PRIMARY KEY (remote, closure)
 )
 """
 
@@ -152,6 +165,40 @@ class StatCache:
                         "DELETE FROM tree_state WHERE scope NOT IN (SELECT scope FROM"
                         " tree_state ORDER BY recorded_ns DESC LIMIT ?)",
                         (TREE_STATES_KEPT,),
+                    )
+            except sqlite3.Error:
+                return
+
+    def pushed(self, remote: str, closure: str) -> str | None:
+        """The GENERATION token of `remote` under which `closure` was found whole there."""
+        if self._db is None:
+            return None
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT generation FROM pushed WHERE remote = ? AND closure = ?",
+                    (remote, closure),
+                ).fetchone()
+            except sqlite3.Error:
+                return None
+        return None if row is None else str(row[0])
+
+    def remember_pushed(self, remote: str, closure: str, generation: str) -> None:
+        """Record that `closure` was whole on `remote` under `generation`; only the
+        `PUSHES_KEPT` newest records stay."""
+        if self._db is None:
+            return
+        with self._lock:
+            try:
+                with self._db:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO pushed VALUES (?, ?, ?, ?)",
+                        (remote, closure, generation, time.time_ns()),
+                    )
+                    self._db.execute(
+                        "DELETE FROM pushed WHERE rowid NOT IN (SELECT rowid FROM pushed"
+                        " ORDER BY recorded_ns DESC LIMIT ?)",
+                        (PUSHES_KEPT,),
                     )
             except sqlite3.Error:
                 return

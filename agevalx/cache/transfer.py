@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +28,7 @@ from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
+from agevalx.hashing import digest_json
 
 _CONFIG = ConfigDict(extra="forbid")
 
@@ -77,6 +79,9 @@ class TransferReport(BaseModel):
     """Roots found but not copied: some object they need could not be copied."""
     seconds: float = 0.0
     """Wall-clock time."""
+    remembered: bool = False
+    """A push found nothing to ask: this cache had pushed the same closure whole to the
+    remote under its current GENERATION (see `RemoteStore.generation`)."""
 
     @property
     def ok(self) -> bool:
@@ -90,10 +95,18 @@ def push(
     roots: Iterable[ActionId],
     *,
     progress: TransferProgress | None = None,
+    also: Iterable[str] = (),
+    finish: Callable[[], bool] | None = None,
 ) -> TransferReport:
-    """Upload the `roots` entries and what they reach that the remote lacks."""
+    """Upload the `roots` entries and what they reach that the remote lacks, then call
+    `finish` (the caller's last writes, such as refs; False when they failed). A push that
+    completes is remembered with the names in `also` (what `finish` writes); the same push
+    again, under the remote's same GENERATION, asks the remote nothing else and calls no
+    `finish`."""
     remote.require_writable()
-    report = transfer(store, remote, roots, direction="push", progress=progress)
+    report = transfer(
+        store, remote, roots, direction="push", progress=progress, also=also, finish=finish
+    )
     remote.stats.add(write_errors=len(report.skipped))
     return report
 
@@ -131,15 +144,18 @@ def transfer(
     *,
     direction: Literal["push", "pull", "copy"] = "copy",
     progress: TransferProgress | None = None,
+    also: Iterable[str] = (),
+    finish: Callable[[], bool] | None = None,
 ) -> TransferReport:
-    """Copy the `roots` entries from `source` to `dest` with everything they reach."""
+    """Copy the `roots` entries from `source` to `dest` with everything they reach (see
+    `push` for `also` and `finish`)."""
     started = time.monotonic()
     wanted = sorted(set(roots))
     remote = dest if direction == "push" else source
     report = TransferReport(direction=direction, remote=remote.location, roots=len(wanted))
     with source.in_use(), dest.in_use():
         try:
-            _copy(source, dest, wanted, report, progress)
+            _copy(source, dest, wanted, report, progress, (sorted(also), finish))
         except CacheError as exc:  # the remote went away mid-way: the rest is skipped
             done = {item.action for item in report.skipped}
             report.skipped += [
@@ -157,12 +173,19 @@ def _copy(
     wanted: list[ActionId],
     report: TransferReport,
     progress: TransferProgress | None,
+    then: tuple[list[str], Callable[[], bool] | None] = ([], None),
 ) -> None:
+    also, finish = then
     held = _held_whole(dest, wanted) if isinstance(dest, CacheStore) else Closure()
     found = closure(source, [action for action in wanted if action not in held.entries])
     report.absent = len(found.absent)
     skipped = dict(found.unusable)
     needed = found.objects
+    pushed = _Pushed.ask(source, dest, found, also) if not skipped else None
+    if pushed is not None and pushed.whole:
+        report.objects_present, report.entries_present = len(needed), len(found.entries)
+        report.remembered = True
+        return
     with ThreadPoolExecutor(max_workers=1) as beside:  # the two questions go out together
         asked = beside.submit(_unusable_entries, dest, found.entries)
         missing = dest.missing_objects(needed)
@@ -182,6 +205,41 @@ def _copy(
         SkippedAction(action=str(action), reason=reason)
         for action, reason in sorted(skipped.items())
     ]
+    finished = finish() if finish is not None else True
+    if pushed is not None and not skipped and finished:
+        pushed.remember()
+
+
+@dataclass
+class _Pushed:
+    """Whether a push's closure was found whole on the remote before, under the remote's
+    current GENERATION (`RemoteStore.generation`): then nothing else is asked of it. The
+    record is the local cache's (its stat cache), an accelerator like the stat cache: at
+    worst, a wrong one makes a push leave out what the remote lost, never puts anything
+    untrusted into a cache."""
+
+    store: CacheStore
+    remote: RemoteStore
+    closure: str
+    generation: str
+    whole: bool
+
+    @classmethod
+    def ask(
+        cls, source: CacheBackend, dest: CacheBackend, found: Closure, also: list[str]
+    ) -> _Pushed | None:
+        if not isinstance(source, CacheStore) or not isinstance(dest, RemoteStore):
+            return None
+        generation = dest.generation()  # before anything is asked: a gc after it replaces it
+        if generation is None:
+            return None
+        names = sorted(map(str, found.entries)) + sorted(map(str, found.objects)) + also
+        digest = digest_json(names)
+        whole = source.stat_cache.pushed(dest.identity, digest) == generation
+        return cls(source, dest, digest, generation, whole)
+
+    def remember(self) -> None:
+        self.store.stat_cache.remember_pushed(self.remote.identity, self.closure, self.generation)
 
 
 def _held_whole(dest: CacheStore, wanted: list[ActionId]) -> Closure:

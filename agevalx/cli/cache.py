@@ -401,7 +401,12 @@ def _render_transfer(
             f"{verb} {report.entries_copied} entries and {report.objects_copied} objects "
             f"({_size(report.bytes_copied)}) {where} {report.remote} in {report.seconds:.1f}s; "
             f"already there: {report.entries_present} entries, {report.objects_present} objects"
-            + (f"; {refs} refs" if refs else ""),
+            + (f"; {refs} refs" if refs else "")
+            + (
+                "; this cache pushed them there before (remote unchanged since)"
+                if report.remembered
+                else ""
+            ),
             markup=False,
         )
         for skipped in report.skipped:

@@ -168,15 +168,22 @@ def push_jobs(
     jobs, problems = find_jobs(store, refs, dataset_id=dataset_id, job_id=job_id)
     _require_some(jobs, dataset_id, job_id, "this cache")
     remote.require_writable()
-    for job in jobs:
-        obj = ObjectId("blob", job.digest)
-        if remote.missing_objects([obj]):
-            remote.write_object(obj, job.data)
-    roots = sorted({root for job in jobs for root in job.record.roots()})
-    report = push(store, remote, roots, progress=progress)
-    if remote.available:
+
+    def records_and_refs() -> bool:
+        """The job records, then their refs (what a puller looks for first) last."""
+        for job in jobs:
+            obj = ObjectId("blob", job.digest)
+            if remote.missing_objects([obj]):
+                remote.write_object(obj, job.data)
+        if not remote.available:
+            return False
         for job in jobs:
             remote.set_ref(job.ref, refs[job.ref])
+        return remote.available
+
+    roots = sorted({root for job in jobs for root in job.record.roots()})
+    written = [f"job {job.digest} {job.ref} {' '.join(refs[job.ref])}" for job in jobs]
+    report = push(store, remote, roots, progress=progress, also=written, finish=records_and_refs)
     return ShareReport(jobs=[job.record.job_id for job in jobs], transfer=report, problems=problems)
 
 

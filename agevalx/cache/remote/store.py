@@ -19,6 +19,7 @@ import hashlib
 import os
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -43,6 +44,12 @@ from agevalx.hashing import ALGORITHM, digest_bytes
 REMOTE_VERSION = "ageval-remote 1"
 """The content of a remote's VERSION file (plus a newline)."""
 VERSION_FILE = "VERSION"
+GENERATION_FILE = "GENERATION"
+"""A random token kept while nothing is deleted from the remote: made by its first writer,
+replaced before anything is deleted (`delete`, which gc uses). A push that found its whole
+closure on the remote remembers that locally under this token (`cache/transfer.py`): the
+same push under the same token needs no listing. Files deleted by hand, not through
+ageval, should take GENERATION with them."""
 STAGING = "tmp"
 """Staging directory of `file://` remotes (hard-linked into place, so never read)."""
 WORKERS = 16
@@ -127,6 +134,14 @@ class RemoteStore:
     def location(self) -> str:
         """The remote's name, or its URL without credentials."""
         return self.name or _redacted(self.url)
+
+    @property
+    def identity(self) -> str:
+        """Its URL without credentials, and whether (with which key) it signs: what a push
+        remembered is remembered for this."""
+        key = self.signing_key
+        signer = hashlib.sha256(key).hexdigest()[:16] if key else "unsigned"
+        return f"{_redacted(self.url)}#{signer}"
 
     def in_use(self) -> AbstractContextManager[None]:
         """Remote gc takes no lock (see cache_layout.md): nothing to hold."""
@@ -348,9 +363,40 @@ class RemoteStore:
             files.append(RemoteFile(path=path, name=name, size=int(info.get("size") or 0)))
         return files
 
+    def generation(self) -> str | None:
+        """The remote's GENERATION token (made on first use when writable); None when it
+        has none, or one that is not a token."""
+        path = f"{self.base}/{GENERATION_FILE}"
+        found = self._read_small(path, "read GENERATION")
+        if found is None and not self.read_only:
+            token = f"{uuid.uuid4().hex}\n".encode()
+            if self._put_new(path, token, "write GENERATION"):
+                found = token
+            else:  # another writer made it first
+                found = self._read_small(path, "read GENERATION")
+        text = (found or b"").decode("ascii", "replace").strip()
+        return text if layout.DIGEST_RE.fullmatch(text) else None
+
+    def _new_generation(self) -> None:
+        """Replace GENERATION before a deletion: what pushes remembered under the old token
+        is asked of the remote again."""
+        path = f"{self.base}/{GENERATION_FILE}"
+        token = f"{uuid.uuid4().hex}\n".encode()
+        self._io("write GENERATION", lambda: self._replace(path, token))
+
+    def _read_small(self, path: str, what: str) -> bytes | None:
+        try:
+            data: bytes = self._io(what, lambda: self.fs.cat_file(path))
+        except FileNotFoundError:
+            return None
+        return data[:256]
+
     def delete(self, paths: list[str]) -> None:
-        """Delete files found by `list_area` (paths never built from remote content)."""
+        """Delete files found by `list_area` (paths never built from remote content), after
+        replacing the remote's GENERATION."""
         self.require_writable()
+        if paths:
+            self._new_generation()
         for start in range(0, len(paths), 1000):
             batch = paths[start : start + 1000]
             self._io("delete", partial(self._remove, batch))

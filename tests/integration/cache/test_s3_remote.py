@@ -347,13 +347,21 @@ def test_a_push_decides_what_is_missing_from_listings_not_a_request_per_object(
         first = push(a, remote, all_entries(a))
         assert first.ok and first.entries_copied == 80 and first.objects_copied == 241
         written = first.entries_copied + first.objects_copied
-        # An empty bucket: the VERSION read and write, one listing per area, one PUT each.
-        assert remote.requests <= written + 8, remote.requests
+        # An empty bucket: the VERSION and GENERATION reads and writes, one listing per area,
+        # one PUT each.
+        assert remote.requests <= written + 10, remote.requests
         before = remote.requests
         again = push(a, remote, all_entries(a))
         assert (again.entries_copied, again.objects_copied, again.entries_present) == (0, 0, 80)
-        assert again.objects_present == 241
-        assert remote.requests - before <= 3, remote.requests - before  # blobs, trees, actions
+        assert again.objects_present == 241 and again.remembered
+        assert remote.requests - before == 1  # GENERATION: a's last push left it whole
+        remote.fs.rm(f"{remote.base}/GENERATION")  # as a remote made anew would be
+        before = remote.requests
+        asked = push(a, remote, all_entries(a))
+        assert (asked.entries_copied, asked.objects_copied, asked.entries_present) == (0, 0, 80)
+        assert not asked.remembered
+        # GENERATION read and made, VERSION, then one listing each of blobs, trees and actions
+        assert remote.requests - before <= 6, remote.requests - before
     with CacheStore(tmp_path / "b") as b, _remote(s3_server, bucket) as remote:
         pulled = pull(b, remote, all_entries(remote))
         assert pulled.ok and pulled.entries_copied == 80

@@ -84,6 +84,28 @@ def test_b_pulls_a_jobs_records_and_writes_the_views_a_report_reads(
         pull_jobs(CacheStore(tmp_path / "c"), file_remote, dataset_id="someone/else")
 
 
+def test_pushing_the_same_jobs_again_asks_the_remote_one_thing(
+    store: CacheStore, file_remote: RemoteStore
+) -> None:
+    """The remote's GENERATION: the entries, objects, job records and refs were all written
+    under it by this cache's last push."""
+    results, summary = _job()
+    record_job(store, results, summary, [], "1.0")
+    first = push_jobs(store, file_remote, dataset_id=DATASET)
+    assert not first.transfer.remembered and job_ref(summary.job_id) in file_remote.list_refs()
+    before = file_remote.requests
+    again = push_jobs(store, file_remote, dataset_id=DATASET)
+    assert file_remote.requests - before == 1
+    assert again.transfer.remembered and again.transfer.objects_copied == 0
+    assert again.jobs == [summary.job_id]
+    # another job: its record and ref are new, so the remote is asked again
+    results, summary = _job(failing=1)
+    record_job(store, results, summary, [], "1.0")
+    third = push_jobs(store, file_remote, dataset_id=DATASET)
+    assert not third.transfer.remembered
+    assert job_ref(summary.job_id) in file_remote.list_refs()
+
+
 def test_a_corrupt_job_record_is_reported_and_the_other_jobs_still_move(
     store: CacheStore, file_remote: RemoteStore, tmp_path: Path
 ) -> None:

@@ -37,9 +37,11 @@ removals: 17 engine events. On top of the floor, ageval's fresh attempt does:
   more attempts at once than half the cores, no placeholder;
 - one more copy in, the attempt directories (workspace, home and .ageval, a tar of directory
   entries, `environments/container.py`; an exec of `mkdir -p` on an image of another user),
-  and one more exec, the checkpoint's listing (`date; find -printf`,
-  `runner/incremental.py`); the oracle's `command -v bash` probe runs once per image and
-  process; and solve.sh runs through a `docker exec` client process, not the API;
+  and one more copy out: the checkpoint reads the home as well as the workspace (a task
+  without run.py invokes its agent once, so that checkpoint lists nothing for a next one:
+  with run.py, one more exec, `date; find -printf`, `runner/incremental.py`); the oracle's
+  `command -v bash` probe runs once per image and process; and solve.sh runs through a
+  `docker exec` client process, not the API;
 - `--init` and a host-gateway entry on every container, the commit's tag, an inspect of the
   scoring container and its image (`unset_names`);
 - the scoring container kept alive by `sleep` and scored by an exec (`timeout` around the

@@ -271,6 +271,11 @@ class _Invoker:
         )
         self.lock = threading.Lock()
         self._oracle: OracleLayout | None = None
+        self.incremental = run.runtime.run_py() is not None
+        """List the container's directories at each checkpoint, so that the next one reads
+        only what changed. A format's own run body invokes its one agent once: that
+        invocation's checkpoint is the container's last, and the listing (an exec) would
+        only seed a checkpoint that never comes."""
 
     def oracle(self) -> OracleLayout:
         if self._oracle is None:
@@ -338,7 +343,7 @@ class _Invoker:
     def checkpoint(self, step: dict[str, Any]) -> None:
         run = self.run
         with self.lock:
-            taken = snapshot(run.container, run.store, run.roots)
+            taken = snapshot(run.container, run.store, run.roots, incremental=self.incremental)
             key = store_checkpoint(run.store, self.checkpoint_parent, step, taken)
             self.checkpoint_parent = ("checkpoint", key)
             detail: dict[str, Any] = {

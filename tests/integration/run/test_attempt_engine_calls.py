@@ -48,7 +48,7 @@ def session_events(started: float) -> collections.Counter[str]:
     return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_three_containers_three_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
     copy_dataset, capsys, _isolated_cache: Path
 ) -> None:
     dataset = copy_dataset(RUNCASES)
@@ -62,17 +62,18 @@ def test_a_fresh_attempt_uses_three_containers_three_execs_and_leaves_nothing(
     # container's network namespace, started while the run stage ran
     assert events["create"] == 3 and events["destroy"] == 3, events
     # oracle: solve.sh (the image's shell was asked once, by the first run of this process);
-    # the checkpoint after the invocation: one stat listing (the final snapshot is that
-    # checkpoint's: nothing happened since); scoring: the evaluator, which makes the attempt
-    # directories it needs itself. The environment's directories come in a copy, not an exec.
-    assert events["exec_create"] == 3, events
+    # scoring: the evaluator, which makes the attempt directories it needs itself. The
+    # environment's directories come in a copy, not an exec. The task has no run.py, so its
+    # one invocation's checkpoint is the container's last: no stat listing to seed another.
+    assert events["exec_create"] == 2, events
     # the agent had stopped: the commit freezes nothing
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
     # the attempt directories (the image runs as root); the oracle's solution/; the
     # evaluator's files in one archive
     assert events["extract-to-dir"] == 3, events
-    # the workspace copied out; the evaluator's result comes in its exec's output
-    assert events["archive-path"] == 1, events
+    # the checkpoint reads the workspace and the home (the final snapshot is that
+    # checkpoint's: nothing happened since); the evaluator's result comes in its exec's output
+    assert events["archive-path"] == 2, events
     runtimes = list(bundles_dir(_isolated_cache).glob("evaluator-python-*/lib/python3.*"))
     assert len(runtimes) == 1
     for name in ("typing", "pathlib", "json/__init__"):

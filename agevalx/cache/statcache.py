@@ -139,66 +139,50 @@ class StatCache:
 
     def tree_state(self, scope: str) -> bytes | None:
         """The state last remembered for `scope`, if any."""
-        if self._db is None:
-            return None
-        with self._lock:
-            try:
-                row = self._db.execute(
-                    "SELECT state FROM tree_state WHERE scope = ?", (scope,)
-                ).fetchone()
-            except sqlite3.Error:
-                return None
-        return None if row is None else bytes(row[0])
+        row = self._one("SELECT state FROM tree_state WHERE scope = ?", (scope,))
+        return None if row is None or not isinstance(row[0], bytes) else row[0]
 
     def remember_tree_state(self, scope: str, state: bytes, recorded_ns: int) -> None:
         """Replace the state of `scope`; only the `TREE_STATES_KEPT` newest scopes stay."""
-        if self._db is None:
-            return
-        with self._lock:
-            try:
-                with self._db:
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO tree_state VALUES (?, ?, ?)",
-                        (scope, recorded_ns, state),
-                    )
-                    self._db.execute(
-                        "DELETE FROM tree_state WHERE scope NOT IN (SELECT scope FROM"
-                        " tree_state ORDER BY recorded_ns DESC LIMIT ?)",
-                        (TREE_STATES_KEPT,),
-                    )
-            except sqlite3.Error:
-                return
+        self._keep_newest("tree_state", (scope, recorded_ns, state), TREE_STATES_KEPT)
 
     def pushed(self, remote: str, closure: str) -> str | None:
         """The GENERATION token of `remote` under which `closure` was found whole there."""
-        if self._db is None:
-            return None
-        with self._lock:
-            try:
-                row = self._db.execute(
-                    "SELECT generation FROM pushed WHERE remote = ? AND closure = ?",
-                    (remote, closure),
-                ).fetchone()
-            except sqlite3.Error:
-                return None
+        row = self._one(
+            "SELECT generation FROM pushed WHERE remote = ? AND closure = ?", (remote, closure)
+        )
         return None if row is None else str(row[0])
 
     def remember_pushed(self, remote: str, closure: str, generation: str) -> None:
         """Record that `closure` was whole on `remote` under `generation`; only the
         `PUSHES_KEPT` newest records stay."""
+        self._keep_newest("pushed", (remote, closure, generation, time.time_ns()), PUSHES_KEPT)
+
+    def _one(self, query: str, parameters: tuple[object, ...]) -> tuple[object, ...] | None:
+        """The first row of `query`; None when there is none or the database fails."""
+        if self._db is None:
+            return None
+        with self._lock:
+            try:
+                row: tuple[object, ...] | None = self._db.execute(query, parameters).fetchone()
+            except sqlite3.Error:
+                return None
+        return row
+
+    def _keep_newest(self, table: str, row: tuple[object, ...], kept: int) -> None:
+        """Insert or replace `row` in `table` (one of this module's, its `recorded_ns`
+        column a time), then drop all but its `kept` newest rows."""
         if self._db is None:
             return
+        marks = ", ".join("?" * len(row))
         with self._lock:
             try:
                 with self._db:
+                    self._db.execute(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", row)
                     self._db.execute(
-                        "INSERT OR REPLACE INTO pushed VALUES (?, ?, ?, ?)",
-                        (remote, closure, generation, time.time_ns()),
-                    )
-                    self._db.execute(
-                        "DELETE FROM pushed WHERE rowid NOT IN (SELECT rowid FROM pushed"
+                        f"DELETE FROM {table} WHERE rowid NOT IN (SELECT rowid FROM {table}"
                         " ORDER BY recorded_ns DESC LIMIT ?)",
-                        (PUSHES_KEPT,),
+                        (kept,),
                     )
             except sqlite3.Error:
                 return

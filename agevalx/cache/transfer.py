@@ -155,7 +155,7 @@ def transfer(
     report = TransferReport(direction=direction, remote=remote.location, roots=len(wanted))
     with source.in_use(), dest.in_use():
         try:
-            _copy(source, dest, wanted, report, progress, (sorted(also), finish))
+            _copy(source, dest, wanted, report, progress, also=sorted(also), finish=finish)
         except CacheError as exc:  # the remote went away mid-way: the rest is skipped
             done = {item.action for item in report.skipped}
             report.skipped += [
@@ -173,9 +173,10 @@ def _copy(
     wanted: list[ActionId],
     report: TransferReport,
     progress: TransferProgress | None,
-    then: tuple[list[str], Callable[[], bool] | None] = ([], None),
+    *,
+    also: list[str],
+    finish: Callable[[], bool] | None,
 ) -> None:
-    also, finish = then
     held = _held_whole(dest, wanted) if isinstance(dest, CacheStore) else Closure()
     found = closure(source, [action for action in wanted if action not in held.entries])
     report.absent = len(found.absent)

@@ -12,6 +12,7 @@ from agevalx.errors import AgevalError, UsageError
 from agevalx.fsutil import write_if_changed
 from agevalx.graph.plan import Plan
 from agevalx.lockfile.request import BindingRequest
+from agevalx.operations.lineage import recorded_node_key
 from agevalx.operations.views import CHECKPOINT_INDEX, CutPoint, activity_records, cut_points
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityRecord
@@ -172,18 +173,24 @@ def record_profiles(directory: Path, profiles: Path | None, name: str | None) ->
     write_if_changed(directory / BINDING_FILE, json.dumps({"profiles_file": name}).encode())
 
 
+def source_lock(dataset: Path, attempt: str, store: CacheStore) -> dict[str, Any] | None:
+    """The lock document an attempt ran under: the lock its result.json names, read from
+    the cache; None when either is missing or unreadable."""
+    key = recorded_node_key(dataset, attempt, "lock")
+    try:
+        action = store.get_action("lock", key) if key is not None else None
+        document = json.loads(store.get_bytes(action.outputs["lock"].digest)) if action else None
+    except (ValueError, KeyError, AgevalError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
 def source_binding(dataset: Path, attempt: str, store: CacheStore) -> BindingRequest:
     """How the source attempt bound its agents, for a replay or a fork of it: the profiles
     file recorded with it (`record_profiles`), else the `--agent`/`--model` its lock in the
     cache recorded; an empty request (the dataset's own profiles.yaml) when neither is known."""
     directory = attempt_dir(dataset, attempt)
-    try:
-        document = json.loads((directory / "result.json").read_bytes())
-        key = next(n["key"] for n in document["nodes"] if n.get("kind") == "lock")
-        action = store.get_action("lock", str(key))
-        lock = json.loads(store.get_bytes(action.outputs["lock"].digest)) if action else {}
-    except (OSError, ValueError, KeyError, StopIteration, TypeError, AgevalError):
-        lock = {}
+    lock = source_lock(dataset, attempt, store) or {}
     overrides = lock.get("overrides") or {}
     agent, model = overrides.get("agent"), overrides.get("model")
     recorded = directory / BINDING_PROFILES

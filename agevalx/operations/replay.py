@@ -58,16 +58,11 @@ from agevalx.images.build import (
     reference_of,
     revalidate_images,
 )
-from agevalx.lockfile.node import lock_bytes, task_lock
+from agevalx.lockfile.node import task_lock
 from agevalx.lockfile.request import BindingRequest
-from agevalx.operations.lineage import (
-    Branch,
-    record_branch,
-    recorded_node_key,
-    source_run_key,
-)
+from agevalx.operations.lineage import Branch, record_branch, source_run_key
 from agevalx.operations.planning import PlanRequest, plan
-from agevalx.operations.recovery import source_binding
+from agevalx.operations.recovery import source_binding, source_lock
 from agevalx.redaction import Redactor
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityJournal, ActivityRecord
@@ -412,7 +407,7 @@ def replay(
         harbor=format_options,
     )
     planned = plan(request, store)
-    _check_same_lock(planned, source, recorded_node_key(dataset, attempt, "lock"), store)
+    _check_same_lock(planned, source, source_lock(dataset, attempt, store))
     revalidate_images(planned)
     node = replay_node(planned, source, evaluate, store, model_traffic)
     node.payload["run_py"] = "trusted" if trust_run_py else "sandbox"
@@ -457,26 +452,15 @@ BOUND_FIELDS = ("binding", "overrides", "config_digest")
 `--profiles`, the model endpoints the host names), and the digest over them."""
 
 
-def _check_same_lock(
-    planned: Plan, source: ReplaySource, recorded: str | None, store: CacheStore
-) -> None:
-    """Refuse a replay whose task locks otherwise than its source did, bindings aside: its
-    agents would run the task with other files, limits or format settings (a Harbor job
-    config's timeouts, say). A source lock the cache no longer holds is not checked."""
+def _check_same_lock(planned: Plan, source: ReplaySource, before: dict[str, Any] | None) -> None:
+    """Refuse a replay whose task locks otherwise than its source did (`before`, its lock
+    document), bindings aside: its agents would run the task with other files, limits or
+    format settings (a Harbor job config's timeouts, say). A source lock the cache no longer
+    holds (None) is not checked."""
     node_id = f"lock:{source.task}"
-    action = store.get_action("lock", recorded) if recorded is not None else None
-    output = action.outputs.get("lock") if action is not None else None
-    if output is None or node_id not in planned:
+    if before is None or node_id not in planned:
         return
     document = planned.node(node_id).payload["lock"]
-    if digest_bytes(lock_bytes(document)) == output.digest:
-        return
-    try:
-        before: Any = json.loads(store.get_bytes(output.digest))
-    except (AgevalError, ValueError):
-        return  # an unreadable source lock: nothing to compare with
-    if not isinstance(before, dict):
-        return
     fields = sorted((set(before) | set(document)) - set(BOUND_FIELDS))
     differing = [name for name in fields if before.get(name) != document.get(name)]
     if not differing:

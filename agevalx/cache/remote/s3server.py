@@ -3,7 +3,8 @@
 `LocalS3Server` runs moto's S3 server (`moto[server]`, a development dependency) in a child
 process bound to 127.0.0.1 on a port the kernel picks, so nothing outside this machine can
 reach it and nothing but loopback is ever targeted. moto honours `If-None-Match: *` on
-`PUT`, so the remote's create-only writes are exercised for real. Its state lives in the
+`PUT`, and this server serves such writes one at a time so a race has exactly one winner, as
+on S3: the remote's create-only writes are exercised for real. Its state lives in the
 child's memory: `stop()` discards it, and a stopped server is a dead remote.
 
     with LocalS3Server() as server:
@@ -18,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from types import TracebackType
 from typing import IO, Any
@@ -135,14 +137,41 @@ class LocalS3Server:
 
 def _serve() -> None:
     """Child process: serve on loopback, print the port, exit when the parent goes."""
-    from moto.server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address=HOST, port=0, verbose=False)
-    server.start()
-    print(server.get_host_and_port()[1], flush=True)
+    app = _CreatesOneAtATime(DomainDispatcherApplication(create_backend_app))
+    server = make_server(HOST, 0, app, threaded=True, request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(server.server_address[1], flush=True)
     sys.stdin.read()  # returns when the parent closes the pipe or dies
-    server.stop()
+    server.shutdown()
+
+
+class _CreatesOneAtATime:
+    """WSGI wrapper: conditional writes (`If-None-Match` on `PUT`, or on the `POST` that
+    completes a multipart upload) are served one at a time.
+
+    moto checks whether the key exists and then stores it, with no lock between the two, so
+    two racing create-only writes could both win. S3 decides such a race for exactly one
+    writer; so does this server. Every other request runs concurrently, as before.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        conditional = "HTTP_IF_NONE_MATCH" in environ
+        if not conditional or environ.get("REQUEST_METHOD") not in ("PUT", "POST"):
+            return self._app(environ, start_response)
+        with self._lock:
+            return list(self._app(environ, start_response))
 
 
 if __name__ == "__main__":

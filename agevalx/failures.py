@@ -149,6 +149,7 @@ _TASK = {
     "invalid_job_limit": "--max-cost or --max-tokens is not more than 0",
     "invalid_k": "-k is below 1",
     "invalid_overlay_path": "an overlay path is not inside overlays/",
+    "invalid_owner_scope": "$AGEVAL_OWNER_SCOPE is not a scope name",
     "invalid_path": "a path in the config leaves its root",
     "invalid_python_version": "python_version is not one ageval runs",
     "invalid_retry_infra": "--retry-infra is below 0",

@@ -8,6 +8,11 @@ killed with SIGKILL cleans nothing up; the next `ageval run` or `ageval replay` 
 removes what it left (`reap_orphans`). Objects of a live owner (another ageval running right
 now) and of other hosts (an engine shared through `DOCKER_HOST`) are never touched.
 
+`$AGEVAL_OWNER_SCOPE` (unset: the empty scope) names a scope that goes into the owner labels;
+a reaping takes only the dead owners of its own scope. Runs that share a host but must never
+reap each other's leftovers (the test suite's workers, say, one of which kills ageval and
+resumes it while another runs) each get a scope of their own.
+
 A resumed attempt re-attaches the container of the process that died; while it uses it, it
 holds an adoption marker (a labelled Docker volume naming the container, owned by the resuming
 process), so that reapers leave the container alone.
@@ -17,10 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,11 +35,16 @@ import docker
 from pydantic import BaseModel, ConfigDict
 
 from agevalx.environments.engine import LABEL, EnvironmentFailure, client
+from agevalx.errors import UsageError
 
 OWNER_HOST = f"{LABEL}.owner.host"
 OWNER_MACHINE = f"{LABEL}.owner.machine"
 OWNER_PID = f"{LABEL}.owner.pid"
 OWNER_START = f"{LABEL}.owner.start"
+OWNER_SCOPE = f"{LABEL}.owner.scope"
+"""Set only when the owner ran under a scope (`SCOPE_ENV`)."""
+SCOPE_ENV = "AGEVAL_OWNER_SCOPE"
+SCOPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 OWNER_MADE = f"{LABEL}.owner.made"
 """A nonce ageval sets on each container (and compose project) it creates. An image keeps the
 labels of what it was made from, so a container a user starts by hand from an ageval image
@@ -54,14 +65,19 @@ class Owner:
     machine: str = ""
     """The host's machine id (/etc/machine-id; "" when it has none): two machines that share
     an engine and a host name are still told apart."""
+    scope: str = ""
+    """The owner's `$AGEVAL_OWNER_SCOPE` ("": none)."""
 
     def labels(self) -> dict[str, str]:
-        return {
+        labels = {
             OWNER_HOST: self.host,
             OWNER_MACHINE: self.machine,
             OWNER_PID: str(self.pid),
             OWNER_START: self.start,
         }
+        if self.scope:
+            labels[OWNER_SCOPE] = self.scope
+        return labels
 
     @property
     def here(self) -> bool:
@@ -82,6 +98,7 @@ class Owner:
             pid=int(pid),
             start=labels.get(OWNER_START, ""),
             machine=labels.get(OWNER_MACHINE, ""),
+            scope=labels.get(OWNER_SCOPE, ""),
         )
 
 
@@ -119,8 +136,24 @@ def _boot_id() -> str:
 
 
 def this_process() -> Owner:
-    """The owner identity of this process."""
-    return _owner_of(os.getpid())
+    """The owner identity of this process, in its scope."""
+    owner = _owner_of(os.getpid())
+    scope = owner_scope()
+    return owner if scope == owner.scope else replace(owner, scope=scope)
+
+
+def owner_scope() -> str:
+    """`$AGEVAL_OWNER_SCOPE` ("" when unset or empty); a malformed one is a usage error."""
+    scope = os.environ.get(SCOPE_ENV, "")
+    if scope and not SCOPE_RE.fullmatch(scope):
+        raise UsageError(
+            "invalid_owner_scope",
+            f"{SCOPE_ENV}={scope[:80]!r} is not a scope name",
+            field=SCOPE_ENV,
+            hint="use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
+            "digit, or leave it unset",
+        )
+    return scope
 
 
 @cache
@@ -163,9 +196,15 @@ def is_alive(owner: Owner) -> bool:
 
 
 def dead_here(labels: Mapping[str, str] | None) -> bool:
-    """True for an object whose owner ran on this host and no longer does."""
+    """True for an object whose owner ran on this host, in this process's scope, and no longer
+    runs. Another scope's dead owners are left to a reaper of that scope."""
     owner = Owner.from_labels(labels)
-    return owner is not None and owner.here and not is_alive(owner)
+    return (
+        owner is not None
+        and owner.here
+        and owner.scope == this_process().scope
+        and not is_alive(owner)
+    )
 
 
 class ReapReport(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import uuid
@@ -11,6 +12,16 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest process (each xdist worker, and the serial phase's) runs its ageval under an
+    owner scope of its own (`$AGEVAL_OWNER_SCOPE`, inherited by the ageval processes its tests
+    start): a run's orphan sweep then takes only what this process's own tests' killed ageval
+    processes left, never the leftovers another worker's test is about to resume or count."""
+    from agevalx.environments.owners import SCOPE_ENV
+
+    os.environ[SCOPE_ENV] = f"tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 @pytest.fixture(scope="session")

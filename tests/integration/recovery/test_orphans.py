@@ -29,11 +29,13 @@ from agevalx.environments.owners import (
     OWNER_HOST,
     OWNER_MADE,
     OWNER_PID,
+    OWNER_SCOPE,
     OWNER_START,
     process_start,
+    this_process,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = [pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNCASES = ROOT / "tests/integration/data/runcases"
@@ -178,7 +180,15 @@ def test_a_plain_run_reaps_what_killed_runs_left(copy_dataset, tmp_path, capsys)
         print(f"\nkill -9 trials: {trials}, orphans found: {found}, orphans left: {left}")
 
 
+def _in_scope(owner: dict[str, str]) -> dict[str, str]:
+    """`owner`'s labels in this process's owner scope (the suite gives each pytest process one)
+    unless they name a scope of their own."""
+    scope = this_process().scope
+    return {OWNER_SCOPE: scope, **owner} if scope else owner
+
+
 def _owned_container(owner: dict[str, str], mark: str) -> str:
+    owner = _in_scope(owner)
     labels = {"ageval": "attempt", "ageval.attempt": mark, OWNER_MADE: uuid.uuid4().hex, **owner}
     container = client().containers.run(
         IMAGE, ["sleep", "infinity"], detach=True, init=True, labels=labels
@@ -189,9 +199,8 @@ def _owned_container(owner: dict[str, str], mark: str) -> str:
 def _started_by_hand_from_an_image_of(owner: dict[str, str], mark: str) -> tuple[str, str]:
     """A container a user starts from an image ageval made (here: committed from a container
     of `owner`): it inherits the image's labels, owner and nonce. Its id and the image's."""
-    made = client().containers.create(
-        IMAGE, ["true"], labels={"ageval": "attempt", OWNER_MADE: uuid.uuid4().hex, **owner}
-    )
+    labels = {"ageval": "attempt", OWNER_MADE: uuid.uuid4().hex, **_in_scope(owner)}
+    made = client().containers.create(IMAGE, ["true"], labels=labels)
     try:
         image = made.commit(repository="ageval-test-orphans", tag=mark)
     finally:
@@ -207,7 +216,9 @@ def _exists(container_id: str) -> bool:
     return bool(client().containers.list(all=True, sparse=True, filters={"id": container_id}))
 
 
-def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_path, capsys) -> None:
+def test_containers_of_live_owners_other_hosts_and_other_scopes_are_kept(
+    copy_dataset, tmp_path, capsys
+) -> None:
     copy_dataset(RUNCASES)  # checks the engine and the base image
     dataset = own_copy(tmp_path / "owners")
     host = socket.gethostname()
@@ -223,6 +234,9 @@ def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_pa
         "pid reused": _owned_container({**live, OWNER_START: "another-boot:1"}, mark),
         "other host": _owned_container({**live, OWNER_HOST: f"not-{host}", OWNER_PID: "1"}, mark),
         "ended": _owned_container({**live, OWNER_PID: str(ended.pid)}, mark),
+        "other scope": _owned_container(
+            {**live, OWNER_PID: str(ended.pid), OWNER_SCOPE: "another-scope"}, mark
+        ),
     }
     by_hand, image = _started_by_hand_from_an_image_of({**live, OWNER_PID: str(ended.pid)}, mark)
     made["by hand"] = by_hand
@@ -240,6 +254,7 @@ def test_containers_of_live_owners_and_other_hosts_are_kept(copy_dataset, tmp_pa
             "the container of a concurrent ageval was removed"
         )
         assert _exists(made["live helper"]) and _exists(made["other host"])
+        assert _exists(made["other scope"]), "a dead owner of another scope was reaped"
         assert _exists(made["by hand"]), "a user's container of an ageval image was reaped"
         assert not _exists(made["pid reused"]) and not _exists(made["ended"])
         assert concurrent.wait(timeout=180) == 0, "the concurrent run failed"

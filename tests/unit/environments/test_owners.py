@@ -13,13 +13,16 @@ from agevalx.environments.compose import _labelled
 from agevalx.environments.owners import (
     OWNER_HOST,
     OWNER_PID,
+    OWNER_SCOPE,
     OWNER_START,
+    SCOPE_ENV,
     Owner,
     dead_here,
     is_alive,
     process_start,
     this_process,
 )
+from agevalx.errors import UsageError
 from agevalx.runner.recovery import AttemptRecord, process_alive
 
 pytestmark = pytest.mark.unit
@@ -125,3 +128,48 @@ def test_compose_objects_get_the_labels_except_external_ones() -> None:
     assert labelled["networks"]["back"]["labels"] == {"ageval.owner.pid": "7"}
     assert labelled["networks"]["outside"] == {"external": True}
     assert labelled["volumes"]["data"]["labels"] == {"ageval.owner.pid": "7"}
+
+
+def _ended_pid() -> int:
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(ended.stdout)
+
+
+def test_a_scope_enters_the_labels_only_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SCOPE_ENV, raising=False)
+    assert OWNER_SCOPE not in this_process().labels()
+    monkeypatch.setenv(SCOPE_ENV, "tests.gw1")
+    me = this_process()
+    assert me.scope == "tests.gw1" and me.labels()[OWNER_SCOPE] == "tests.gw1"
+    assert Owner.from_labels(me.labels()) == me
+
+
+def test_a_reaper_judges_only_the_dead_owners_of_its_own_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dead = Owner(socket.gethostname(), _ended_pid(), "x:1", this_process().machine)
+    scoped = Owner(dead.host, dead.pid, dead.start, dead.machine, scope="tests.gw0")
+    monkeypatch.delenv(SCOPE_ENV, raising=False)
+    assert dead_here(dead.labels())
+    assert not dead_here(scoped.labels())  # another scope's leftovers are not this one's
+    monkeypatch.setenv(SCOPE_ENV, "tests.gw0")
+    assert dead_here(scoped.labels())
+    assert not dead_here(dead.labels())
+    monkeypatch.setenv(SCOPE_ENV, "tests.gw1")
+    assert not dead_here(scoped.labels()) and not dead_here(dead.labels())
+
+
+@pytest.mark.parametrize("scope", ["has space", "-leading", "x" * 65, "a/b"])
+def test_a_malformed_scope_is_a_usage_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, scope: str
+) -> None:
+    monkeypatch.setenv(SCOPE_ENV, scope)
+    with pytest.raises(UsageError) as raised:
+        this_process()
+    assert raised.value.code == "invalid_owner_scope" and raised.value.field == SCOPE_ENV
+    assert raised.value.hint

@@ -24,8 +24,10 @@ echo "== import cycles (every import, lazy and type-only ones too)"
 .venv/bin/python scripts/import_cycles.py --all
 echo "== unit tests"
 .venv/bin/pytest -q -m unit -n 2
-# Two workers, one test file each at a time; the tests that change engine-wide state (kill
-# ageval and resume, reap orphans, remove shared images) run alone afterwards.
+# Two workers, one test file each at a time, each under an owner scope of its own (see
+# tests/integration/conftest.py), so tests that kill ageval and resume it run here too; the
+# tests that change or count engine-wide state (remove shared images, count every container,
+# a Ray cluster, the soak's load) run alone afterwards.
 # Both phases run even when the first fails, so one run reports every failure.
 echo "== integration tests"
 parallel=0

@@ -162,7 +162,6 @@ FAULTS: dict[str, tuple[Callable[[Path], bool], int]] = {
 }
 
 
-@pytest.mark.serial  # kills ageval: its orphan must not be reaped by a parallel run
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_killed_harbor_attempt_resumes_to_the_uninterrupted_result(
     copy_dataset: Any, capsys: pytest.CaptureFixture[str], fault: str

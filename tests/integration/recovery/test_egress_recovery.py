@@ -27,7 +27,7 @@ from tests.integration.recovery.test_orphans import (
     plain_run,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = [pytest.mark.integration]
 
 PROBE = (
     "python3 -c \"import socket; socket.create_connection(('ageval-egress-proxy', 3128), 2)\""

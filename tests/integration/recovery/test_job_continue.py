@@ -27,7 +27,7 @@ from tests.integration.recovery.test_resume_faults import (
     records,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = [pytest.mark.integration]
 
 K = 3
 COMMAND = ("run", "--task", TASK, "-k", str(K), "--max-concurrent", str(K))

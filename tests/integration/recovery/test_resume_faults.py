@@ -24,7 +24,7 @@ from agevalx.environments.engine import client
 from agevalx.environments.owners import process_start
 from tests.integration.engine_events import EVENTS, attributes
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = [pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNCASES = ROOT / "tests/integration/data/runcases"

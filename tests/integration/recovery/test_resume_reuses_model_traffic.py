@@ -31,7 +31,7 @@ from agevalx.environments.engine import client
 from agevalx.gateway.replaying import request_digest, steady
 from tests.integration.agents.catalog.harness import AGEVAL_DATASET, bundles_dir, ensure_built
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENT = ("--task", "write-answer", "--agent", "pi", "--model", "openai/gpt-5.4-mini")

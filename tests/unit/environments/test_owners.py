@@ -47,14 +47,18 @@ def test_a_reused_pid_is_not_taken_for_the_owner() -> None:
             sleeper.kill()
 
 
-def test_an_ended_process_is_dead_and_other_hosts_are_never_judged() -> None:
+def _ended_pid() -> int:
     ended = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         check=True,
         capture_output=True,
         text=True,
     )
-    pid = int(ended.stdout)
+    return int(ended.stdout)
+
+
+def test_an_ended_process_is_dead_and_other_hosts_are_never_judged() -> None:
+    pid = _ended_pid()
     assert process_start(pid) is None
     assert not is_alive(Owner(socket.gethostname(), pid, "x:1"))
     elsewhere = {OWNER_HOST: f"not-{socket.gethostname()}", OWNER_PID: str(pid), OWNER_START: ""}
@@ -128,16 +132,6 @@ def test_compose_objects_get_the_labels_except_external_ones() -> None:
     assert labelled["networks"]["back"]["labels"] == {"ageval.owner.pid": "7"}
     assert labelled["networks"]["outside"] == {"external": True}
     assert labelled["volumes"]["data"]["labels"] == {"ageval.owner.pid": "7"}
-
-
-def _ended_pid() -> int:
-    ended = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(ended.stdout)
 
 
 def test_a_scope_enters_the_labels_only_when_set(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ import re
 import socket
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -137,9 +137,7 @@ def _boot_id() -> str:
 
 def this_process() -> Owner:
     """The owner identity of this process, in its scope."""
-    owner = _owner_of(os.getpid())
-    scope = owner_scope()
-    return owner if scope == owner.scope else replace(owner, scope=scope)
+    return _owner_of(os.getpid(), owner_scope())
 
 
 def owner_scope() -> str:
@@ -157,9 +155,13 @@ def owner_scope() -> str:
 
 
 @cache
-def _owner_of(pid: int) -> Owner:
+def _owner_of(pid: int, scope: str) -> Owner:
     return Owner(
-        host=socket.gethostname(), pid=pid, start=process_start(pid) or "", machine=machine_id()
+        host=socket.gethostname(),
+        pid=pid,
+        start=process_start(pid) or "",
+        machine=machine_id(),
+        scope=scope,
     )
 
 
@@ -232,6 +234,7 @@ def reap_orphans() -> ReapReport:
     Nothing is done (an empty report) when the Docker engine cannot be reached: the command
     that called this fails on its own, with its own error, where it needs the engine."""
     report = ReapReport()
+    this_process()  # a malformed $AGEVAL_OWNER_SCOPE is refused here, whatever the engine holds
     try:
         engine = client()
         host = [f"{OWNER_HOST}={socket.gethostname()}"]

@@ -20,6 +20,7 @@ from agevalx.environments.owners import (
     dead_here,
     is_alive,
     process_start,
+    reap_orphans,
     this_process,
 )
 from agevalx.errors import UsageError
@@ -167,3 +168,13 @@ def test_a_malformed_scope_is_a_usage_error_naming_the_variable(
         this_process()
     assert raised.value.code == "invalid_owner_scope" and raised.value.field == SCOPE_ENV
     assert raised.value.hint
+
+
+def test_a_reaping_refuses_a_malformed_scope_before_it_asks_the_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SCOPE_ENV, "has space")
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # no engine answers
+    with pytest.raises(UsageError) as raised:
+        reap_orphans()
+    assert raised.value.code == "invalid_owner_scope"

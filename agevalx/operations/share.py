@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
 from agevalx.cache.atomic import write_atomic
-from agevalx.cache.backend import CacheBackend, ObjectId
+from agevalx.cache.backend import ObjectId
 from agevalx.cache.errors import CacheError
 from agevalx.cache.layered import LayeredStore
 from agevalx.cache.layout import REF_NAME_RE, check_ref_name
@@ -125,8 +125,14 @@ class ShareReport:
     """Job refs that could not be read (a missing or corrupt record)."""
 
 
+class RecordReader(Protocol):
+    """Where job records are read from: a cache, or a local cache before a remote."""
+
+    def read_object(self, obj: ObjectId) -> bytes: ...
+
+
 def find_jobs(
-    backend: CacheBackend,
+    backend: RecordReader,
     refs: dict[str, tuple[str, ...]],
     *,
     dataset_id: str | None = None,
@@ -201,7 +207,9 @@ def pull_jobs(
     from agevalx.cache.transfer import pull
 
     refs = remote.list_refs()
-    jobs, problems = find_jobs(remote, refs, dataset_id=dataset_id, job_id=job_id)
+    jobs, problems = find_jobs(
+        _HeldFirst(store, remote), refs, dataset_id=dataset_id, job_id=job_id
+    )
     _require_some(jobs, dataset_id, job_id, f"remote {remote.location}")
     with store.in_use():
         for job in jobs:
@@ -217,6 +225,24 @@ def pull_jobs(
     return ShareReport(
         jobs=[job.record.job_id for job in jobs], transfer=report, views=written, problems=problems
     )
+
+
+@dataclass
+class _HeldFirst:
+    """Reads a job record from the local cache when it holds it (verified against its digest
+    there as everywhere), else from the remote: a job pulled before asks the remote for its
+    refs alone (a no-op pull is the refs' listing and their reads)."""
+
+    store: CacheStore
+    remote: RemoteStore
+
+    def read_object(self, obj: ObjectId) -> bytes:
+        if not self.store.missing_objects([obj]):
+            try:
+                return self.store.read_object(obj)
+            except CacheError:  # a local copy that no longer verifies: the remote's is read
+                pass
+        return self.remote.read_object(obj)
 
 
 def write_job_views(dataset: Path, store: CacheStore, record: JobRecord) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 from agevalx.cache import CacheStore
 from agevalx.cache.backend import ObjectId
 from agevalx.cache.layered import LayeredStore
+from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.remote import RemoteStore
 from agevalx.operations.share import (
     find_jobs,
@@ -104,6 +105,39 @@ def test_pushing_the_same_jobs_again_asks_the_remote_one_thing(
     third = push_jobs(store, file_remote, dataset_id=DATASET)
     assert not third.transfer.remembered
     assert job_ref(summary.job_id) in file_remote.list_refs()
+
+
+def test_pulling_a_pulled_job_again_asks_the_remote_for_its_refs_alone(
+    store: CacheStore, file_remote: RemoteStore, tmp_path: Path
+) -> None:
+    """The record is read from the local cache that holds it: the listing of refs/ and the
+    read of the job's ref are the whole conversation."""
+    results, summary = _job()
+    nodes = {(node.kind, node.key) for result in results for node in result.nodes}
+    for kind, key in nodes | {("summary", summary.summary_key)}:
+        blob = store.put_bytes(key.encode())
+        store.put_action(
+            ActionManifest.create(kind, key, {"out": OutputRef(digest=blob, type="blob")})
+        )
+    record_job(store, results, summary, [], "1.0")
+    push_jobs(store, file_remote, dataset_id=DATASET)
+    with CacheStore(tmp_path / "b") as other:
+        first = pull_jobs(other, file_remote, dataset_id=DATASET)
+        assert first.jobs == [summary.job_id] and first.transfer.entries_copied > 0
+        before = file_remote.requests
+        again = pull_jobs(other, file_remote, dataset_id=DATASET)
+        assert again.jobs == [summary.job_id] and again.transfer.ok
+        assert (again.transfer.entries_copied, again.transfer.objects_copied) == (0, 0)
+        assert file_remote.requests - before == 2
+        # a local record that no longer verifies is read from the remote instead
+        [digest] = [t for t in file_remote.list_refs()[job_ref(summary.job_id)] if "/" not in t]
+        local = other.root / "objects/xxh3-128" / digest[:2] / digest[2:]
+        local.chmod(0o644)
+        local.write_bytes(b"rotten")
+        before = file_remote.requests
+        mended = pull_jobs(other, file_remote, dataset_id=DATASET)
+        assert mended.jobs == [summary.job_id] and not mended.problems
+        assert file_remote.requests - before == 3
 
 
 def test_a_corrupt_job_record_is_reported_and_the_other_jobs_still_move(

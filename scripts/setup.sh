@@ -27,9 +27,15 @@ fi
 stamp=.venv/.ageval-setup
 if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt "$stamp" ]; then
   "$python" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+  # uv installs the packages (parallel downloads: about 15 s where pip takes a minute); pip
+  # itself installs uv, and installs everything when uv cannot be had.
   # ray: the cluster tests start a real local Ray cluster (`ageval run --cluster`).
-  .venv/bin/python -m pip install -q -e '.[dev,ray]' 2>&1 | grep -v '^WARNING: Location' || true
+  if .venv/bin/python -m pip install -q uv 2>&1 | grep -v '^WARNING: Location' >&2; [ -x .venv/bin/uv ]; then
+    .venv/bin/uv pip install -q --python .venv/bin/python -e '.[dev,ray]'
+  else
+    .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+    .venv/bin/python -m pip install -q -e '.[dev,ray]' 2>&1 | grep -v '^WARNING: Location' || true
+  fi
   .venv/bin/python -c 'import agevalx' 
   touch "$stamp"
 fi

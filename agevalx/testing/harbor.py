@@ -52,6 +52,16 @@ def python312() -> str | None:
     return next((path for path in candidates if path and _works(path)), None)
 
 
+def installer() -> list[str]:
+    """How packages go into the venv: uv beside this interpreter when it is there (what
+    scripts/setup.sh installs: it downloads in parallel and resolves in a second, where pip
+    takes most of a minute of CPU), else the venv's own pip."""
+    uv = Path(sys.executable).parent / "uv"
+    if uv.is_file() and os.access(uv, os.X_OK):
+        return [str(uv), "pip", "install", "-q", "--python", str(VENV / "bin" / "python")]
+    return [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+
+
 def install_harbor() -> Path:
     """The `harbor` program of `HARBOR_VERSION`, installed on first use. One process installs
     at a time (a lock file beside the venv): the test command starts the install in the
@@ -72,8 +82,7 @@ def _install() -> Path:
         raise HarborUnavailable("Harbor needs Python >= 3.12 and none is installed on this machine")
     shutil.rmtree(VENV, ignore_errors=True)
     run_offline([python, "-m", "venv", str(VENV)], 300).check_returncode()
-    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
-    installed = run_offline([*pip, f"harbor=={HARBOR_VERSION}"], 900)
+    installed = run_offline([*installer(), f"harbor=={HARBOR_VERSION}"], 900)
     if installed.returncode != 0:
         raise HarborUnavailable(
             f"cannot install harbor=={HARBOR_VERSION} from PyPI: {installed.stderr[-300:]}"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agevalx.testing.harbor import VENV
+from agevalx.testing.harbor import VENV, installer
 from tests.integration.harbor.test_parity import _install_harbor, _run
 
 pytestmark = pytest.mark.integration
@@ -45,7 +45,7 @@ def plugin_python(docker_engine: object) -> Path:
     python = VENV / "bin" / "python"
     marker = VENV / f".ageval-plugin-{_install_stamp()}"
     if not marker.exists():
-        argv = [str(python), "-m", "pip", "install", "-q", "-e", str(ROOT), "-e", str(PROJECT)]
+        argv = [*installer(), "-e", str(ROOT), "-e", str(PROJECT)]
         installed = _run(argv, 900)
         assert installed.returncode == 0, installed.stderr[-2000:]
         for stale in VENV.glob(".ageval-plugin-*"):

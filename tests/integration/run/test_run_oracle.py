@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
+from agevalx.environments.owners import owner_labels
 from tests.integration.conftest import committed_image
 from tests.integration.engine_events import EVENTS
 
@@ -71,11 +73,14 @@ def test_editing_the_evaluator_reruns_only_evaluation(copy_dataset, capsys) -> N
     assert document["results"][0]["status"] == "FAIL"
 
 
-@pytest.mark.serial  # removes a committed image other tests may share
 def test_evaluation_restores_the_cached_run_when_its_container_image_is_gone(
     copy_dataset, capsys
 ) -> None:
     dataset = copy_dataset(RUNCASES)
+    # A salted image key gives this test a run node (and a committed image) of its own, so
+    # removing the image takes nothing from another test that shares the cache.
+    dockerfile = dataset / "tasks/echo-pass/environment/Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + f"# salt {uuid.uuid4().hex}\n")
     _, first = run_json(capsys, str(dataset), "--task", "echo-pass")
     run_node = next(item for item in first["nodes"] if item["id"] == "run:echo-pass#0")
     client().images.remove(committed_image(run_node["key"]), force=True)
@@ -159,13 +164,17 @@ def test_no_container_is_left_behind(copy_dataset, capsys) -> None:
     assert client().containers.list(all=True, filters=mine) == []
 
 
-@pytest.mark.serial  # checks that no compose container is left on the whole engine
 @pytest.mark.parametrize("task", ["sidecar", "shared-net"])
 def test_compose_sidecars_are_reachable_and_removed(copy_dataset, capsys, task) -> None:
     dataset = copy_dataset(RUNCASES)
     code, document = run_json(capsys, str(dataset), "--task", task)
     result = document["results"][0]
     assert code == 0 and result["status"] == "PASS", result
-    networks = client().networks.list(filters={"name": "ageval-"})
+    # What this process made (the run is in-process): other workers' projects may be up.
+    mine = [f"{name}={value}" for name, value in owner_labels().items()]
+    networks = client().networks.list(filters={"name": "ageval-", "label": mine})
     assert not [n for n in networks if n.name.endswith("_default")]
-    assert client().containers.list(all=True, filters={"label": "com.docker.compose.project"}) == []
+    compose = client().containers.list(
+        all=True, filters={"label": ["com.docker.compose.project", *mine]}
+    )
+    assert compose == []

@@ -25,9 +25,9 @@ echo "== import cycles (every import, lazy and type-only ones too)"
 echo "== unit tests"
 .venv/bin/pytest -q -m unit -n 2
 # Two workers, one test file each at a time, each under an owner scope of its own (see
-# tests/integration/conftest.py), so tests that kill ageval and resume it run here too; the
-# tests that change or count engine-wide state (remove shared images, count every container,
-# a Ray cluster, the soak's load) run alone afterwards.
+# tests/integration/conftest.py), so tests that kill ageval and resume it run here too, and
+# each test counts and removes only what it made (salted images, its own labels). The Ray
+# cluster and the soak's load need the machine to themselves: they run alone afterwards.
 # Both phases run even when the first fails, so one run reports every failure.
 echo "== integration tests"
 parallel=0

@@ -124,11 +124,13 @@ def _in_the_making(image: dict[str, Any]) -> bool:
 
 
 def _remove(images: Iterable[OrphanImage]) -> Iterable[OrphanImage]:
-    """Remove each image; one a container still uses stays (and is not yielded)."""
+    """Remove each image; one a container still uses stays (and is not yielded). Only the
+    image itself: its untagged parents stay (`noprune`), since an entry may name one by id,
+    as when another cache's build of the same key took its tag and a run started from that."""
     api = client().api
     for image in images:
         try:
-            api.remove_image(image.id, force=True)
+            api.remove_image(image.id, force=True, noprune=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError:

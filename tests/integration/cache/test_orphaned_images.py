@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import uuid
@@ -17,8 +18,9 @@ from agevalx.cache.scan import iter_action_files
 from agevalx.cache.store import CacheStore
 from agevalx.cli import main
 from agevalx.environments.engine import client
+from tests.integration.cache.test_two_machines import salt_images
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = pytest.mark.integration
 
 RUNCASES = Path(__file__).resolve().parents[2] / "integration/data/runcases"
 TASK = "echo-pass"
@@ -56,6 +58,7 @@ def test_gc_lists_then_removes_orphaned_images_and_keeps_referenced_ones(
     document = yaml.safe_load(task_file.read_text())
     document["parameters"]["salt"] = uuid.uuid4().hex  # attempt ids of this test alone
     task_file.write_text(yaml.safe_dump(document))
+    salt_images(dataset, uuid.uuid4().hex)  # its images' tags too: no other test starts from them
     foreign = client().containers.run(
         "ageval/base:bookworm", ["true"], detach=True, labels={"ageval": "attempt"}
     )
@@ -77,14 +80,27 @@ def test_gc_lists_then_removes_orphaned_images_and_keeps_referenced_ones(
         },
     )
     foreign.remove(force=True)
+    retagged = None
     try:
-        for extra in ((), ("--fresh",)):
-            run = cli(capsys, "run", str(dataset), "--task", TASK, *extra)
-            assert run["results"][0]["status"] == "PASS", run
-        old, new = committed_images()
+        run = cli(capsys, "run", str(dataset), "--task", TASK)
+        assert run["results"][0]["status"] == "PASS", run
         with CacheStore(default_cache_dir()) as store:
             [image] = [a.manifest for a in iter_action_files(store, "image") if a.manifest]
         environment = str(image.meta["image_id"])
+        # Another cache on this engine builds the same task image: the tag moves to its build,
+        # so the next run starts from that one, and this cache's build is left untagged with
+        # the first run's committed image as its only child. Removing that child must not
+        # take the build its entry names along (docker prunes untagged parents by default).
+        retagged, _ = client().images.build(
+            path=str(dataset / "tasks" / TASK / "environment"),
+            tag=str(image.meta["reference"]),
+            labels={"ageval.cache": str(tmp_path / "another-cache")},
+            rm=True,
+        )
+        assert retagged.id != environment
+        run = cli(capsys, "run", str(dataset), "--task", TASK, "--fresh")
+        assert run["results"][0]["status"] == "PASS", run
+        old, new = committed_images()
 
         listed = cli(capsys, "cache", "gc", "--keep-newest", "1")
         assert [found["id"] for found in listed["images"]["orphaned"]] == [old]
@@ -101,3 +117,14 @@ def test_gc_lists_then_removes_orphaned_images_and_keeps_referenced_ones(
     finally:
         client().images.remove(str(other_cache.id), force=True)
         client().images.remove(str(same_path.id), force=True)
+        if retagged is not None:
+            _remove_with_children(str(retagged.id))
+
+
+def _remove_with_children(image_id: str) -> None:
+    """Remove an image after the images made from it (docker refuses a parent first)."""
+    for image in client().api.images(all=True):
+        if image.get("ParentId") == image_id:
+            _remove_with_children(str(image["Id"]))
+    with contextlib.suppress(docker.errors.NotFound):  # pruned with its last child
+        client().images.remove(image_id, force=True)

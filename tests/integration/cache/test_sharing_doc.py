@@ -3,7 +3,8 @@ server on loopback and the real Docker engine.
 
 The block after `<!-- walk -->` is the test: `/tmp/` becomes the test's directory, the
 bucket and endpoint become the server's, and machine A's images are removed when the walk
-reaches machine B. Each `ageval` line must exit 0; what B computes is checked at the end.
+reaches machine B (the dataset copies are salted, so those images are this test's alone).
+Each `ageval` line must exit 0; what B computes is checked at the end.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from agevalx.cli import main
 from tests.integration.cache.test_two_machines import (
     _agent_containers_since,
     _remove_images,
+    salt_images,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs/sharing-a-cache.md"
@@ -63,6 +65,7 @@ def test_the_documented_walk_runs_on_two_machines(docker_engine, tmp_path, capsy
                 monkeypatch.setenv(name, value)
             elif words[:2] == ["cp", "-r"]:
                 shutil.copytree(ROOT / words[2], words[3], ignore=shutil.ignore_patterns(".ageval"))
+                salt_images(Path(words[3]), tmp_path.name)  # images of this test alone
             elif words[0] == "echo":
                 assert words[2] == ">>"
                 with open(words[3], "a", encoding="utf-8") as handle:

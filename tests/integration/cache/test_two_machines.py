@@ -7,6 +7,7 @@ none of them.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -28,7 +29,7 @@ from agevalx.environments.engine import client
 from agevalx.images.build import reference_of
 from tests.integration.engine_events import EVENTS
 
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNCASES = ROOT / "tests/integration/data/runcases"
@@ -54,14 +55,23 @@ def bucket(s3_server: LocalS3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     return s3_server.create_bucket(f"machines-{os.getpid()}-{next(_buckets)}")
 
 
+def salt_images(dataset: Path, salt: str) -> None:
+    """Give the dataset's task and scoring images keys (and tags) no other test's share, so
+    that removing them (`_remove_images`) takes nothing from a test running beside this one."""
+    for dockerfile in sorted(dataset.glob("tasks/*/environment/Dockerfile")):
+        dockerfile.write_text(dockerfile.read_text() + f"# salt {salt}\n")
+
+
 class Machine:
-    """A cache directory and a dataset copy: what one host holds."""
+    """A cache directory and a dataset copy: what one host holds. The machines of one test
+    (under one directory) hold the same dataset, salted for that test (`salt_images`)."""
 
     def __init__(self, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
         self.cache = root / "cache"
         self.dataset = root / "dataset"
         self.capsys = capsys
         shutil.copytree(RUNCASES, self.dataset, ignore=shutil.ignore_patterns(".ageval"))
+        salt_images(self.dataset, hashlib.sha256(str(root.parent).encode()).hexdigest()[:16])
 
     def ageval(self, *args: str, cache: bool = True) -> tuple[int, dict[str, Any]]:
         self.capsys.readouterr()

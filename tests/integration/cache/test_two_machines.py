@@ -96,7 +96,8 @@ def _add_remote(machine: Machine, server: LocalS3Server, url: str, name: str = "
 
 
 def _remove_images(cache: Path) -> int:
-    """Remove every image machine A's cache names (task images, committed run images)."""
+    """Remove every image machine A's cache names (task images, committed run images); not
+    their untagged parents, which are build cache layers that builds beside this test use."""
     removed = 0
     with CacheStore(cache) as store:
         for action in (store.get_action(a.kind, a.key) for a in store.entries()):
@@ -111,7 +112,7 @@ def _remove_images(cache: Path) -> int:
                 if name.startswith("ageval/base"):
                     continue
                 try:
-                    client().images.remove(name, force=True)
+                    client().images.remove(name, force=True, noprune=True)
                     removed += 1
                 except Exception:  # already gone (two entries name it)
                     pass

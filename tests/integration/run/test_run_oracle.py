@@ -83,7 +83,7 @@ def test_evaluation_restores_the_cached_run_when_its_container_image_is_gone(
     dockerfile.write_text(dockerfile.read_text() + f"# salt {uuid.uuid4().hex}\n")
     _, first = run_json(capsys, str(dataset), "--task", "echo-pass")
     run_node = next(item for item in first["nodes"] if item["id"] == "run:echo-pass#0")
-    client().images.remove(committed_image(run_node["key"]), force=True)
+    client().images.remove(committed_image(run_node["key"]), force=True, noprune=True)
     evaluator = dataset / "tasks/echo-pass/evaluator.py"
     evaluator.write_text(evaluator.read_text() + "\n# re-score\n")
     code, document = run_json(capsys, str(dataset), "--task", "echo-pass")

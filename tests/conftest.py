@@ -1,4 +1,5 @@
-"""Suite-wide fixtures: every test gets its own ageval cache directory."""
+"""Suite-wide fixtures: every test gets its own ageval cache directory and state directory
+(crash reports, plan memos)."""
 
 from __future__ import annotations
 
@@ -13,4 +14,5 @@ def _isolated_cache(
 ) -> Path:
     cache = tmp_path_factory.mktemp("ageval-cache")
     monkeypatch.setenv("AGEVAL_CACHE_DIR", str(cache))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("ageval-state")))
     return cache

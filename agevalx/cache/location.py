@@ -28,3 +28,11 @@ def resolve_cache_dir(flag: str | None) -> Path:
     if flag:
         return Path(flag).expanduser().absolute()
     return default_cache_dir()
+
+
+def default_state_dir() -> Path:
+    """`$XDG_STATE_HOME/ageval`, else `~/.local/state/ageval`: the user's own files that are
+    not a cache (crash reports, plan memos); an empty or relative variable counts as unset."""
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "ageval"

@@ -15,14 +15,12 @@ import time
 import traceback
 from pathlib import Path
 
-STATE_DIR = "ageval"
+from agevalx.cache.location import default_state_dir
 
 
 def crash_dir() -> Path:
     """Where crash reports go: `$XDG_STATE_HOME/ageval/crashes`, else under `~/.local/state`."""
-    state = os.environ.get("XDG_STATE_HOME")
-    base = Path(state) if state and Path(state).is_absolute() else Path.home() / ".local/state"
-    return base / STATE_DIR / "crashes"
+    return default_state_dir() / "crashes"
 
 
 def write_crash_report(exc: BaseException, argv: list[str]) -> Path | None:

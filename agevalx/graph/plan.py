@@ -23,6 +23,7 @@ from agevalx.cache.statcache import StatCache
 from agevalx.cache.store import CacheStore, PresentObjects
 from agevalx.cache.tree import IGNORED_GLOBS, tree_values
 from agevalx.errors import AgevalError, ConfigError
+from agevalx.graph import memo as plan_memo
 from agevalx.graph.dag import NodeGraph
 from agevalx.graph.keys import lock_field, node_key, select_files
 from agevalx.graph.nodes import Node, node_id
@@ -460,6 +461,19 @@ class _Planner:
             return None
         return document if isinstance(document, dict) else None
 
+    def stored(self) -> plan_memo.Stored:
+        """This plan (of hits only) as a memo: its graph and the witnesses of what it read."""
+        read: list[Path] = []
+        for task_id, values in self.files.items():
+            root = self.source.task_dir(task_id)
+            read += [root, root / ".", *(root / relative for relative in values)]
+        read += self._file_digests
+        return plan_memo.Stored.of(
+            plan_memo.witnesses(self.store, self.graph.nodes.values(), read),
+            self.graph,
+            self._profiles,
+        )
+
     def plan(self) -> Plan:
         wanted = self.request.kinds
         order = kind_order(self.rules)
@@ -501,6 +515,67 @@ def collector_paused() -> Iterator[None]:
 
 def plan_graph(source: PlanSource, request: GraphRequest, store: CacheStore) -> Plan:
     """Build the graph of `request` over `source`; the source raises ConfigError/UsageError
-    for invalid tasks while their locks are resolved."""
+    for invalid tasks while their locks are resolved. A plan of hits only is kept in the
+    plan memo (`graph.memo`), and returned from it while nothing it read has changed."""
     with collector_paused():
-        return _Planner(source, request, store, store.stat_cache).plan()
+        identity = _memo_identity(source, request, store)
+        if identity is not None:
+            stored = plan_memo.load(identity)
+            if stored is not None and (
+                stored.profiles is None or stored.profiles[0] == source.profiles_digest()
+            ):
+                return _remembered(source, request, store, stored)
+        made = plan_memo.now_ns()
+        planner = _Planner(source, request, store, store.stat_cache)
+        planned = planner.plan()
+        if identity is not None and all(node.action for node in planner.graph.nodes.values()):
+            plan_memo.save(identity, planner.stored(), made)
+        return planned
+
+
+def _memo_identity(
+    source: PlanSource, request: GraphRequest, store: CacheStore
+) -> dict[str, Any] | None:
+    """What a plan memo is filed under, or None when none may be used: turned off, a cache
+    that reads through to a remote (whose state has no witness here), or request values
+    that are not JSON."""
+    if not plan_memo.enabled() or type(store) is not CacheStore:
+        return None
+    try:
+        values = json.loads(canonical_json(dict(request.values)))
+    except (TypeError, ValueError):
+        return None
+    return {
+        "source": f"{type(source).__module__}.{type(source).__qualname__}",
+        "dataset": str(Path(source.root).resolve()),
+        "cache": str(store.root.resolve()),
+        "instance": store.instance,
+        "tasks": list(request.tasks),
+        "k": request.k,
+        "kinds": None if request.kinds is None else sorted(request.kinds),
+        "attempts": None if request.attempts is None else list(request.attempts),
+        "values": values,
+    }
+
+
+def _remembered(
+    source: PlanSource, request: GraphRequest, store: CacheStore, stored: plan_memo.Stored
+) -> Plan:
+    """The remembered plan. A branch keyed beside it (a replay) needs the planner's inputs:
+    the planner runs then, once."""
+    planners: list[_Planner] = []
+
+    def key_inputs(rule: Rule, task_id: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        if not planners:
+            planner = _Planner(source, request, store, store.stat_cache)
+            with collector_paused():
+                planner.plan()
+            planners.append(planner)
+        return planners[0].inputs(rule, task_id, None, given)
+
+    return Plan(
+        dataset=source,
+        dag=stored.graph(),
+        task_ids=tuple(dict.fromkeys(request.tasks)),
+        key_inputs=key_inputs,
+    )

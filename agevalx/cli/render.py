@@ -7,6 +7,8 @@ import sys
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from agevalx.environments.owners import ReapReport
@@ -60,7 +62,7 @@ def json_text(document: dict[str, Any]) -> str:
     """
     if not document:
         return "{}\n"
-    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+    encode = _compact_encoder()
     fields = []
     for name in sorted(document):
         value = document[name]
@@ -70,6 +72,22 @@ def json_text(document: dict[str, Any]) -> str:
             text = encode(value)
         fields.append(f"  {encode(name)}: {text}")
     return "{\n" + ",\n".join(fields) + "\n}\n"
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """`json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode`, with one C encoder made
+    for every item rather than one per call (that making was three quarters of the cost of a
+    listing of thousands of nodes); the plain method where the C encoder is not there."""
+    encoder = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    strings = json.encoder.encode_basestring
+    try:  # (markers, default, encoder, indent, key_sep, item_sep, sort_keys, skipkeys, allow_nan)
+        chunks = make(None, encoder.default, strings, None, ": ", ", ", True, False, True)
+    except TypeError:  # another Python's private signature
+        return encoder.encode
+    return lambda value: "".join(chunks(value, 0))
 
 
 def render_error(error: AgevalError, *, as_json: bool) -> None:

@@ -9,13 +9,16 @@ passing attempts, see `agevalx.testing.placeholders`), then times
 make-like no-op: every node reused; it needs the Docker engine, which it asks whether the
 cached image exists). Prints median wall and CPU (user + sys) seconds and ratios; on a loaded
 machine the CPU figures and the ratios are the ones to compare. `--keep DIR` keeps (and on a
-later run reuses) the generated dataset and filled cache, which take minutes to make.
+later run reuses) the generated dataset and filled cache, which take minutes to make. Each
+command is timed twice: as a user runs it (its warm-up run writes the plan memo, kept under
+the benchmark's own `XDG_STATE_HOME`, which the timed runs then read; see
+`agevalx/graph/memo.py`), and with the memo off (`AGEVAL_PLAN_MEMO=0`: the planner's work).
 
 With `--scale 1000,3000,10000` it instead plans a generated dataset of each size (made and
 filled under `--keep DIR/scale-<tasks>`, reused later: the 10,000-task cache takes about ten
 minutes to fill) and prints, per size, the median wall and CPU seconds, the CPU microseconds
-per node and the peak resident memory of the planning process (its `ru_maxrss`): the growth
-from one size to the next should be linear in nodes, and the peak below 1 GiB.
+per node and the peak resident memory of the planning process (its `ru_maxrss`; memo off): the
+growth from one size to the next should be linear in nodes, and the peak below 1 GiB.
 
     .venv/bin/python benchmarks/bench_plan.py [--tasks 1000] [-k 3] [--runs 5] [--keep DIR]
         [--run] [--scale 1000,3000,10000]
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 
 from agevalx.cache.store import CacheStore
+from agevalx.graph import memo
 from agevalx.graph.execute import execute
 from agevalx.graph.registry import substituted
 from agevalx.operations.planning import PlanRequest, plan
@@ -153,7 +157,8 @@ def scale(sizes: list[int], k: int, runs: int, keep: Path, env: dict[str, str]) 
         dataset, cache = prepare(root, tasks, k)
         nodes = int(_marker(root, tasks, k).read_text())
         command = [ageval, "graph", "show", str(dataset), "-k", str(k), "--json"]
-        found = measure(command, {**env, "AGEVAL_CACHE_DIR": str(cache)}, runs)
+        # the planner's own work: the plan memo (measured by the default mode) is off
+        found = measure(command, {**env, "AGEVAL_CACHE_DIR": str(cache), memo.ENV_VAR: "0"}, runs)
         wall = statistics.median(wall for wall, _, _ in found)
         cpu = statistics.median(cpu for _, cpu, _ in found)
         peak = max(peak for _, _, peak in found)
@@ -205,23 +210,24 @@ def main() -> None:
         nodes = int(_marker(root, args.tasks, args.k).read_text())
         env = child_environment()
         env["AGEVAL_CACHE_DIR"] = str(cache)
+        env["XDG_STATE_HOME"] = str(root / "state")  # the plan memo of this benchmark alone
+        unmemoised = {**env, memo.ENV_VAR: "0"}
         ageval = str(Path(sys.executable).with_name("ageval"))
+        show = [ageval, "graph", "show", str(dataset), "-k", str(args.k), "--json"]
         print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
         figures = {
             "python -c pass": time_command([sys.executable, "-c", "pass"], env, args.runs),
             "import agevalx.cli": time_command(
                 [sys.executable, "-c", "import agevalx.cli"], env, args.runs
             ),
-            "plan (graph show --json)": time_command(
-                [ageval, "graph", "show", str(dataset), "-k", str(args.k), "--json"],
-                env,
-                args.runs,
-            ),
+            # time_command's warm-up is the first run, which writes the plan memo
+            "plan (graph show --json)": time_command(show, env, args.runs),
+            "plan, memo off": time_command(show, unmemoised, args.runs),
         }
-        if args.run:  # time_command's warm-up is the first run, which writes the views
-            figures["no-op run (ageval run)"] = time_command(
-                [ageval, "run", str(dataset), "-k", str(args.k)], env, args.runs
-            )
+        if args.run:  # the warm-up writes the views (and the memo)
+            run = [ageval, "run", str(dataset), "-k", str(args.k)]
+            figures["no-op run (ageval run)"] = time_command(run, env, args.runs)
+            figures["no-op run, memo off"] = time_command(run, unmemoised, args.runs)
     medians = {
         name: (statistics.median(walls), statistics.median(cpus))
         for name, (walls, cpus) in figures.items()

@@ -5,6 +5,7 @@ memo off."""
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -103,17 +104,17 @@ def test_a_fully_cached_plan_is_remembered_and_equals_a_fresh_one(
     assert len(_memos()) == 2
 
 
-def _edit(path: Path) -> Callable[[Path, CacheStore], None]:
+def _edit(path: Path) -> Callable[[Path, CacheStore], object]:
     return lambda dataset, store: (dataset / path).write_text(
         (dataset / path).read_text() + "# edited\n"
     )
 
 
-def _add(path: str) -> Callable[[Path, CacheStore], None]:
+def _add(path: str) -> Callable[[Path, CacheStore], object]:
     return lambda dataset, store: (dataset / path).write_text("new\n")
 
 
-def _remove_entry(kind: str) -> Callable[[Path, CacheStore], None]:
+def _remove_entry(kind: str) -> Callable[[Path, CacheStore], object]:
     def change(dataset: Path, store: CacheStore) -> None:
         [entry] = [a for a in store.entries() if a.kind == kind][:1]
         layout.action_path(store.root, entry.kind, entry.key).unlink()
@@ -149,21 +150,33 @@ CHANGES = {
 }
 
 
-@pytest.mark.parametrize("change", sorted(CHANGES))
-def test_a_change_the_plan_read_makes_a_new_plan(
-    change: str,
-    dataset: Path,
-    store: CacheStore,
-    planned: list[int],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def remembered(dataset: Path, store: CacheStore) -> Path:
+    """The memo of a plan of the filled cache."""
     _filled(dataset, store)
     plan(PlanRequest(dataset=dataset, k=K), store)
-    assert len(_memos()) == 1
+    [path] = _memos()
+    return path
+
+
+@pytest.fixture
+def replan(dataset: Path, store: CacheStore, planned: list[int]) -> Callable[[], tuple[Plan, bool]]:
+    """Plan the filled cache again: the plan, and whether the planner made it."""
+
+    def again() -> tuple[Plan, bool]:
+        before = planned[0]
+        return plan(PlanRequest(dataset=dataset, k=K), store), planned[0] == before + 1
+
+    return again
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_change_the_plan_read_makes_a_new_plan(
+    change: str, remembered: Path, replan: Any, dataset: Path, store: CacheStore, monkeypatch: Any
+) -> None:
     CHANGES[change](dataset, store)
-    before = planned[0]
-    again = plan(PlanRequest(dataset=dataset, k=K), store)
-    assert planned[0] == before + 1, f"{change}: the memo was used"
+    again, made = replan()
+    assert made, f"{change}: the memo was used"
     assert _shape(again) == _fresh(dataset, store, monkeypatch)
 
 
@@ -172,20 +185,15 @@ def test_a_plan_with_a_miss_is_not_remembered(dataset: Path, store: CacheStore) 
     assert _memos() == []
 
 
-def test_files_changed_within_the_racy_window_keep_the_memo_out(
-    dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("reason", ["files changed within the racy window", "turned off"])
+def test_no_memo_is_kept_for_recent_files_or_when_turned_off(
+    reason: str, dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _filled(dataset, store)
-    monkeypatch.setattr(memo, "RACY_WINDOW_NS", 3600 * 10**9)
-    plan(PlanRequest(dataset=dataset, k=K), store)
-    assert _memos() == []
-
-
-def test_the_memo_can_be_turned_off(
-    dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _filled(dataset, store)
-    monkeypatch.setenv(memo.ENV_VAR, "0")
+    if reason == "turned off":
+        monkeypatch.setenv(memo.ENV_VAR, "0")
+    else:  # the dataset and the entries were written an hour before the plan, at most
+        monkeypatch.setattr(memo, "RACY_WINDOW_NS", 3600 * 10**9)
     plan(PlanRequest(dataset=dataset, k=K), store)
     assert _memos() == []
 
@@ -209,18 +217,10 @@ def _readable_key(path: Path) -> None:
 
 @pytest.mark.parametrize("tamper", [_tamper_body, _another_key, _readable_key])
 def test_a_memo_not_signed_by_the_users_private_key_is_not_read(
-    tamper: Callable[[Path], None],
-    dataset: Path,
-    store: CacheStore,
-    planned: list[int],
-    monkeypatch: pytest.MonkeyPatch,
+    tamper: Callable[[Path], None], remembered: Path, replan: Any, monkeypatch: Any
 ) -> None:
-    _filled(dataset, store)
-    plan(PlanRequest(dataset=dataset, k=K), store)
-    [path] = _memos()
-    tamper(path)
-    loads = []
-    monkeypatch.setattr(memo.pickle, "loads", lambda data: loads.append(data))
-    before = planned[0]
-    plan(PlanRequest(dataset=dataset, k=K), store)
-    assert planned[0] == before + 1 and loads == [], "an unsigned memo was unpickled"
+    tamper(remembered)
+    loads: list[bytes] = []
+    monkeypatch.setattr(pickle, "loads", loads.append)
+    _, made = replan()
+    assert made and loads == [], "an unsigned memo was unpickled"

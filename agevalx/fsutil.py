@@ -21,6 +21,15 @@ STATE_DIR = ".ageval"
 """The directory of results, locks and journals beside a dataset."""
 
 
+FileState = tuple[int, int, int, int, int]
+"""What a witness of a path records (the view stamp, the plan memo): inode, size, mode,
+mtime_ns and ctime_ns. A write changes the ctime, which only root can set back."""
+
+
+def file_state(info: os.stat_result) -> FileState:
+    return (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _state_start(path: Path) -> int | None:
     """The index of the last `.ageval` component of `path`, if it has one."""
     parts = path.parts

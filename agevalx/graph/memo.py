@@ -19,8 +19,9 @@ Why it cannot be forged or go stale:
 - Content can only change with a witness: a write changes the file's ctime (which no
   process without root can set back), a rename or a new file changes its directory's mtime.
   Blobs are named by their content: one being added or removed changes its shard directory.
-- A file changed within two seconds of the plan (`RACY_WINDOW_NS`, git's "racily clean"
-  files: timestamps are as coarse as the kernel's clock tick) prevents the memo.
+- A file changed within two seconds of the plan (the stat cache's `RACY_WINDOW_NS`, git's
+  "racily clean" files: timestamps are as coarse as the kernel's clock tick) prevents the
+  memo.
 - Only a plan of hits only, on a local cache (no remote read-through), is kept: a miss's
   lock document is resolved from the dataset, and a remote's state has no witness here.
 
@@ -44,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 from agevalx.cache import layout
 from agevalx.cache.location import default_state_dir
 from agevalx.cache.manifest import ActionManifest
-from agevalx.fsutil import atomic_write
+from agevalx.cache.statcache import RACY_WINDOW_NS
+from agevalx.fsutil import FileState, atomic_write, file_state
 from agevalx.graph.dag import NodeGraph
 from agevalx.graph.rules import rules_dir
 from agevalx.hashing import canonical_json
@@ -55,14 +57,12 @@ if TYPE_CHECKING:
 
 ENV_VAR = "AGEVAL_PLAN_MEMO"
 FORMAT = b"ageval.plan-memo/1\n"
-RACY_WINDOW_NS = 2_000_000_000
-"""A witness newer than this when the plan was made prevents the memo (see the module)."""
 KEY_BYTES = 32
 KEPT = 16
 """How many memos are kept (the most recently written)."""
 
-Signature = tuple[int, int, int, int, int] | None
-"""What a witness records of a path: (inode, size, mode, mtime_ns, ctime_ns); None: absent."""
+Signature = FileState | None
+"""What a witness records of a path (`fsutil.file_state`); None: absent."""
 
 
 def enabled() -> bool:
@@ -77,10 +77,9 @@ def signature(path: str) -> Signature:
     """A path's state, not following a symlink (a task's symlink enters keys as its target's
     name); a directory's own state through a symlink is witnessed as `<dir>/.`."""
     try:
-        found = os.lstat(path)
+        return file_state(os.lstat(path))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return (found.st_ino, found.st_size, found.st_mode, found.st_mtime_ns, found.st_ctime_ns)
 
 
 @dataclass

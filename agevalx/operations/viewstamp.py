@@ -37,7 +37,7 @@ from typing import NamedTuple
 from pydantic import TypeAdapter, ValidationError
 
 from agevalx.cache.statcache import RACY_WINDOW_NS
-from agevalx.fsutil import STATE_DIR, atomic_write
+from agevalx.fsutil import STATE_DIR, FileState, atomic_write, file_state
 from agevalx.graph.execute import NodeReport
 from agevalx.results.models import AttemptResult
 
@@ -46,9 +46,6 @@ STAMP_FORMAT = 1
 """Raised when what the views hold, or how they are written, changes."""
 
 _RESULTS = TypeAdapter(list[AttemptResult])
-
-_State = tuple[int, int, int, int, int]
-"""inode, size, mode, mtime_ns, ctime_ns"""
 
 
 class Stamp(NamedTuple):
@@ -87,14 +84,10 @@ def views_digest(
     return digest.hexdigest()
 
 
-def _state(info: os.stat_result) -> _State:
-    return (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
-
-
-def _walk(directory: Path, found: dict[str, _State], base: Path) -> None:
+def _walk(directory: Path, found: dict[str, FileState], base: Path) -> None:
     """The states of `directory` and of everything below it, without following links."""
     try:
-        found[str(directory.relative_to(base))] = _state(os.lstat(directory))
+        found[str(directory.relative_to(base))] = file_state(os.lstat(directory))
         entries = list(os.scandir(directory))
     except OSError:
         return
@@ -103,7 +96,7 @@ def _walk(directory: Path, found: dict[str, _State], base: Path) -> None:
             _walk(Path(entry.path), found, base)
             continue
         try:
-            found[str(Path(entry.path).relative_to(base))] = _state(
+            found[str(Path(entry.path).relative_to(base))] = file_state(
                 entry.stat(follow_symlinks=False)
             )
         except OSError:
@@ -121,13 +114,13 @@ def write_stamp(
     and the results. Best effort: a stamp that cannot be written is no stamp."""
     recorded_ns = time.time_ns()
     base = dataset_root / STATE_DIR
-    states: dict[str, _State] = {}
+    states: dict[str, FileState] = {}
     try:
         for directory in directories:
             _walk(directory, states, base)
         for path in files:
             try:
-                states[str(path.relative_to(base))] = _state(os.lstat(path))
+                states[str(path.relative_to(base))] = file_state(os.lstat(path))
             except OSError:
                 continue
         document = {
@@ -162,7 +155,7 @@ def current_results(dataset_root: Path, stamp: Stamp) -> list[AttemptResult] | N
             if relative.startswith("/") or ".." in relative.split("/"):
                 return None
             info = os.lstat(os.path.join(base, relative))
-            if list(_state(info)) != state:
+            if list(file_state(info)) != state:
                 return None
             if info.st_mtime_ns >= trusted_before or info.st_ctime_ns >= trusted_before:
                 return None

@@ -36,7 +36,6 @@ import os
 import pickle
 import stat
 import sys
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -255,7 +254,3 @@ def _module_paths() -> Iterator[str]:
     rules = rules_dir()
     yield str(rules)
     yield from sorted(str(path) for path in rules.glob("*.yaml"))
-
-
-def now_ns() -> int:
-    return time.time_ns()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -525,7 +526,7 @@ def plan_graph(source: PlanSource, request: GraphRequest, store: CacheStore) -> 
                 stored.profiles is None or stored.profiles[0] == source.profiles_digest()
             ):
                 return _remembered(source, request, store, stored)
-        made = plan_memo.now_ns()
+        made = time.time_ns()
         planner = _Planner(source, request, store, store.stat_cache)
         planned = planner.plan()
         if identity is not None and all(node.action for node in planner.graph.nodes.values()):
@@ -542,7 +543,7 @@ def _memo_identity(
     if not plan_memo.enabled() or type(store) is not CacheStore:
         return None
     try:
-        values = json.loads(canonical_json(dict(request.values)))
+        values = canonical_json(dict(request.values)).decode()
     except (TypeError, ValueError):
         return None
     return {

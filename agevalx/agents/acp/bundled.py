@@ -64,6 +64,8 @@ class AgentLaunch:
     """Variables that receive the key (`AGEVAL_API_KEY`'s value), passed by name."""
     stop: str = "eof"
     """How to end the agent after its turn (`AgentDef.stop`): eof, term or kill."""
+    handshake_seconds: float | None = None
+    """The agent's own handshake timeout (`AgentDef.handshake_seconds`), when it needs longer."""
 
     async def cleanup(self) -> None:
         for step in reversed(self.cleanups):
@@ -96,6 +98,7 @@ async def bundled_launch(
         located.cleanups,
         config.key_variables,
         stop=agent.stop,
+        handshake_seconds=agent.handshake_seconds,
     )
     recorder.transcript(
         {

@@ -7,9 +7,10 @@ is `initialize`, `session/new`, one `session/prompt`; it ends when the prompt is
 
 Failures: an agent that exits, closes stdout, breaks the protocol or floods stdout raises
 `AgentError` (`agent_crashed`, `agent_protocol_error`, `agent_error` for an error answer);
-one that does not answer `initialize`/`session/new` within `handshake_timeout` raises
-`agent_timeout`. When the deadline passes, the prompt is cancelled (`session/cancel`), the
-agent gets `cancel_grace` seconds to answer, is killed, and `WallTimeExceeded` is raised.
+one that does not answer `initialize`/`session/new` within `handshake_timeout` (or its
+catalog entry's longer `handshake_seconds`) raises `agent_timeout`. When the deadline passes,
+the prompt is cancelled (`session/cancel`), the agent gets `cancel_grace` seconds to answer,
+is killed, and `WallTimeExceeded` is raised.
 """
 
 from __future__ import annotations
@@ -157,6 +158,8 @@ class _Invocation:
 
     async def _run(self, launch: AgentLaunch) -> PromptResponse:
         container = self.invocation.container
+        if launch.handshake_seconds is not None:
+            self.handshake_timeout = max(self.handshake_timeout, launch.handshake_seconds)
         request = LaunchRequest(
             argv=launch.argv,
             workdir=container.workdir,

@@ -162,6 +162,9 @@ class AgentDef:
     and waits up to 2 s for it to exit (then kills it); `term` also sends its process group
     SIGTERM (an agent that keeps running when its stdin closes); `kill` kills the group at
     once (an agent whose own shutdown does something it must not, like calling home)."""
+    handshake_seconds: float | None = None
+    """How long its ACP handshake (`initialize`, `session/new`) may take when that is longer
+    than the executor's 60 s: an agent that starts a server of its own before it answers."""
 
     def api(self, provider: Provider) -> Api:
         return self.api_for.get(provider.name, provider.api)

@@ -157,4 +157,9 @@ AGENT = AgentDef(
     configure=configure,
     summary="OpenClaw through `openclaw acp`, bridged to a Gateway started in the container",
     records="ACP tool calls (kind execute) of its exec tool, with output and exit code",
+    # The bridge answers `initialize` only once the Gateway is ready: 9 s on a quiet 2-core
+    # machine, over 60 s on a loaded one. The launcher gives up on the Gateway after 1,800
+    # waits of 0.1 s (and prints its log); the handshake outlasts that, so its error is the one
+    # reported.
+    handshake_seconds=240.0,
 )

@@ -7,10 +7,13 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agevalx.agents.acp import LocalSandbox
+from agevalx.agents.acp import executor as executor_module
+from agevalx.agents.acp.bundled import AgentLaunch
 from agevalx.agents.acp.channel import MAX_NOISE_LINES
 from agevalx.agents.acp.executor import AcpExecutor
 from agevalx.agents.base import AgentError, Invocation, WallTimeExceeded
@@ -250,6 +253,42 @@ def test_an_agent_that_never_answers_initialize_times_out(agent_run: AgentRun) -
     assert "initialize" in caught.value.message
     assert time.monotonic() - started < 10
     assert not _processes_mentioning(silent)
+
+
+@pytest.mark.parametrize("own", [None, 10.0])
+def test_an_agent_that_starts_slowly_may_take_its_own_handshake_time(
+    agent_run: AgentRun, monkeypatch: pytest.MonkeyPatch, own: float | None
+) -> None:
+    """An agent that starts a server before it answers `initialize` (openclaw's Gateway)
+    declares a longer handshake; the executor's shorter one applies to every other."""
+    launched = executor_module.agent_launch
+
+    async def slow_start(*args: Any) -> AgentLaunch:
+        launch = await launched(*args)
+        launch.argv = ["sh", "-c", 'sleep 1.5; exec "$@"', "sh", *launch.argv]
+        launch.handshake_seconds = own
+        return launch
+
+    monkeypatch.setattr(executor_module, "agent_launch", slow_start)
+    executor = AcpExecutor(sandbox_factory=LocalSandbox, handshake_timeout=0.5)
+    if own is None:
+        with pytest.raises(AgentError) as caught:
+            agent_run({"steps": [{"message": "late"}]}, executor=executor)
+        assert caught.value.code == "agent_timeout"
+        assert "within 0.5 s" in caught.value.message
+    else:
+        result = agent_run({"steps": [{"message": "late"}]}, executor=executor)
+        assert result.output == "late"
+
+
+def test_openclaw_waits_for_its_gateway_longer_than_the_launcher_does() -> None:
+    """The launcher's own limit on the Gateway's start (1,800 waits of 0.1 s) ends first, so
+    its error, with the Gateway's log, is the one reported."""
+    from agevalx.agents.catalog import openclaw
+
+    assert "-ge 1800" in openclaw.LAUNCHER and "sleep 0.1" in openclaw.LAUNCHER
+    assert openclaw.AGENT.handshake_seconds is not None
+    assert openclaw.AGENT.handshake_seconds > 1800 * 0.1
 
 
 def test_wall_time_kills_an_agent_that_ignores_cancel(agent_run: AgentRun) -> None:

@@ -13,9 +13,33 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 
+LONGEST_FIRST = (
+    "longrun/test_soak.py",
+    "cluster/test_cluster.py",
+    "harbor/test_parity.py",
+    "agents/catalog/test_openclaw.py",
+    "agents/test_pi_gateway.py",
+    "harbor/test_harbor_agent.py",
+)
+"""The test files that take longest (`--durations`), in that order: the workers take them
+first, so none of them starts last and leaves the other workers idle at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+
+    def rank(item: pytest.Item) -> int:
+        path = Path(item.path)
+        if not path.is_relative_to(here):
+            return len(LONGEST_FIRST)
+        relative = path.relative_to(here).as_posix()
+        return LONGEST_FIRST.index(relative) if relative in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each pytest process (each xdist worker, and the serial phase's) runs its ageval under an
+    """Each pytest process (each xdist worker) runs its ageval under an
     owner scope of its own (`$AGEVAL_OWNER_SCOPE`, inherited by the ageval processes its tests
     start): a run's orphan sweep then takes only what this process's own tests' killed ageval
     processes left, never the leftovers another worker's test is about to resume or count."""

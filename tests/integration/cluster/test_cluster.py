@@ -34,7 +34,7 @@ from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_PID, reap_orphans
 from agevalx.testing.raycluster import LocalRayCluster, free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs/scale-out.md"

@@ -51,6 +51,7 @@ INFRASTRUCTURE = "infrastructure"
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
+    pytest.mark.serial,  # 60 real pi attempts and their faults: timed alone, not beside others
 ]
 
 

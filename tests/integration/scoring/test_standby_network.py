@@ -214,8 +214,8 @@ def test_ctrl_c_removes_a_placeholder(tmp_path: Path, docker_engine: object) -> 
     owned = {"label": [f"{OWNER_PID}={process.pid}"]}
     placeholder = {"label": [f"{OWNER_PID}={process.pid}", "ageval=scoring-network"]}
     deadline = time.monotonic() + 120
-    try:
-        while not client().containers.list(all=True, filters=placeholder):
+    try:  # sparse listings: a container removed meanwhile is not inspected (no 404)
+        while not client().containers.list(all=True, sparse=True, filters=placeholder):
             assert process.poll() is None, "the run ended before its placeholder started"
             assert time.monotonic() < deadline, "no placeholder was started"
             time.sleep(0.1)
@@ -225,4 +225,4 @@ def test_ctrl_c_removes_a_placeholder(tmp_path: Path, docker_engine: object) -> 
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert client().containers.list(all=True, filters=owned) == []
+    assert client().containers.list(all=True, sparse=True, filters=owned) == []

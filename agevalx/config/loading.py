@@ -117,6 +117,19 @@ def read_yaml_mapping(path: Path, *, display: str) -> dict[str, Any]:
     return document
 
 
+def check_format(document: dict[str, Any], expected: str, display: str) -> None:
+    found = document.get("format")
+    if found != expected:
+        shown = "missing" if found is None else repr(found)
+        raise ConfigError(
+            "invalid_format",
+            f"format is {shown}, expected {expected!r}",
+            file=display,
+            field="format",
+            hint=f"set `format: {expected}` as the first line",
+        )
+
+
 def read_yaml(path: Path, *, display: str, lists: bool = False) -> Any:
     """Read a YAML file of plain, finite JSON-like data within the size, depth and value
     budgets (an alias bomb is refused, not expanded); its top level is a mapping (or, with

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agevalx.cache.tree import IGNORED_NAMES
 from agevalx.config.dataset import (
     ATTEMPT_KEYS,
     DATASET_FORMAT,
     FORBIDDEN_ROOT_KEYS,
     DatasetConfig,
 )
-from agevalx.config.loading import read_yaml_mapping, validate_model
+from agevalx.config.loading import check_format, read_yaml_mapping, validate_model
 from agevalx.config.secrets import reject_literal_secrets
-from agevalx.dataset.files import check_top_level
 from agevalx.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,17 +38,21 @@ class TaskSource:
         return (self.directory / relative).is_file()
 
 
-def check_format(document: dict[str, Any], expected: str, display: str) -> None:
-    found = document.get("format")
-    if found != expected:
-        shown = "missing" if found is None else repr(found)
-        raise ConfigError(
-            "invalid_format",
-            f"format is {shown}, expected {expected!r}",
-            file=display,
-            field="format",
-            hint=f"set `format: {expected}` as the first line",
-        )
+def check_top_level(task_dir: Path, display: str) -> None:
+    """Refuse top-level directories outside the member whitelist."""
+    from agevalx.config.task import ALLOWED_TOP_LEVEL_DIRS
+
+    for child in sorted(task_dir.iterdir()):
+        if child.name in IGNORED_NAMES or not child.is_dir():
+            continue
+        if child.name not in ALLOWED_TOP_LEVEL_DIRS:
+            allowed = ", ".join(sorted(ALLOWED_TOP_LEVEL_DIRS))
+            raise ConfigError(
+                "illegal_top_level_dir",
+                f"the directory {child.name!r} is not allowed at a task's top level",
+                file=f"{display}/{child.name}",
+                hint=f"move it under one of: {allowed}",
+            )
 
 
 def _reject_keys(

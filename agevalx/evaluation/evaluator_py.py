@@ -9,7 +9,8 @@ directory made for this evaluation under a random name (`/.ageval-eval-<nonce>/`
 the agent left can stand in for them or for the result. In an attempt's container the runner
 runs on ageval's own Python, mounted read-only (`evaluation/runtime.py`), not the image's; in
 an isolated host (which the agent never touched) on the host's own CPython. It runs as
-evaluate_host's user (root when none is set). /tmp is a tmpfs of evaluation.tmpfs_mb.
+evaluate_host's user (root when none is set). /tmp is a tmpfs of evaluation.tmpfs_mb. Its
+network (and the `egress: llm` fence) is `evaluation/networks.py`'s, as Harbor's verifier's.
 """
 
 from __future__ import annotations
@@ -26,17 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agevalx.environments.container import (
-    ATTEMPT_LABEL,
-    HOME,
-    WORKSPACE,
-    AttemptContainer,
-    ContainerSpec,
-)
-from agevalx.environments.egress import EgressFence, allowed_hosts
+from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer, ContainerSpec
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.environments.standby import Network
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
+from agevalx.evaluation.networks import scoring_fence, scoring_network
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.runtime import RUNNER, EvaluatorRuntime, evaluator_runtime
 from agevalx.evaluation.session import RunFacts, ScoringSession
@@ -62,48 +56,6 @@ class HostPython:
 
 
 Python = EvaluatorRuntime | HostPython
-
-
-def scoring_network(host: dict[str, Any]) -> str | None:
-    """The scoring host's Docker network: `egress: none` is no network at all, else evaluate_
-    host's `network` (the engine's default when unset; never the agent's). Seam: `egress: llm`
-    and `egress_allow` put the container behind `scoring_fence` instead."""
-    if host.get("egress") == "none":
-        return "none"
-    network = host.get("network")
-    return str(network) if network is not None else None
-
-
-def standby_network(lock: TaskLock) -> Network | None:
-    """The network of the scoring container, for a namespace started ahead of it
-    (`environments.standby`); None behind an `egress: llm` fence, which each evaluation makes
-    for itself."""
-    host = lock.binding.evaluate_host["environment_options"]
-    if host.get("egress") == "llm":
-        return None
-    network = scoring_network(host)
-    return Network(network, host_gateway=network != "none")
-
-
-def scoring_fence(
-    lock: TaskLock, attempt_id: str, gateway_port: int | None = None
-) -> EgressFence | None:
-    """`egress: llm` on the scoring host: the same fence as the run stage's, letting out only
-    the bound profiles' base_url hosts and evaluate_host's `egress_allow`, and the model
-    gateway on `gateway_port` (the LLM judge's route, when the task has one)."""
-    host = lock.binding.evaluate_host["environment_options"]
-    if host.get("egress") != "llm":
-        return None
-    allow = allowed_hosts(
-        [role.base_url for role in lock.binding.roles.values()],
-        host.get("egress_allow") or [],
-    )
-    return EgressFence.create(
-        allow,
-        gateway_port=gateway_port,
-        outside=scoring_network(host),
-        labels={ATTEMPT_LABEL: attempt_id},
-    )
 
 
 def scoring_spec(lock: TaskLock, name_hint: str) -> ContainerSpec:

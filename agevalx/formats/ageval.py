@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from agevalx.config.dataset import DatasetConfig
 from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import resolve_reference
-from agevalx.dataset.files import FileDigester
 from agevalx.dataset.loader import DatasetFiles, TaskSource, read_dataset, read_task
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
+from agevalx.formats.files import FileDigester
 from agevalx.fsutil import make_dirs
 from agevalx.lockfile.request import BindingRequest
 
@@ -207,6 +207,6 @@ class AgevalRuntime(TaskRuntime):
         return EvaluatorPy()
 
     def scoring_network(self) -> Network | None:
-        from agevalx.evaluation.evaluator_py import standby_network
+        from agevalx.evaluation.networks import standby_network
 
         return standby_network(self.lock)

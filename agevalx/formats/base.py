@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agevalx.config.secrets import resolve_reference
-from agevalx.dataset.files import FileDigester
 from agevalx.errors import AgevalError, AgevalWarning, ConfigError
+from agevalx.formats.files import FileDigester
 from agevalx.hashing import digest_file
 from agevalx.lockfile.request import PROFILES_FILE, BindingRequest
 

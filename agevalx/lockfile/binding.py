@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from agevalx.agents import catalog, scripted
 from agevalx.agents.catalog.base import AgentDef, Provider, provider_named
 from agevalx.agents.implementations import implementation
-from agevalx.config.loading import read_yaml_mapping, validate_model
+from agevalx.config.loading import check_format, read_yaml_mapping, validate_model
 from agevalx.config.pins import check_effort, highest_effort
 from agevalx.config.profiles import (
     PROFILES_FORMAT,
@@ -25,12 +25,14 @@ from agevalx.config.secrets import (
     looks_like_secret_value,
     reject_literal_secrets,
 )
-from agevalx.dataset.loader import TaskSource, check_format
 from agevalx.errors import ConfigError, UsageError
 from agevalx.formats.agent_registry import format_agent_profile, is_format_agent
 from agevalx.hashing import digest_file
 from agevalx.lockfile.models import LockedBinding, LockedRole
 from agevalx.lockfile.request import PROFILES_FILE, BindingRequest
+
+if TYPE_CHECKING:
+    from agevalx.config.task import TaskConfig
 
 
 class Dataset(Protocol):
@@ -42,6 +44,20 @@ class Dataset(Protocol):
 
     @property
     def display(self) -> str: ...
+
+
+class Task(Protocol):
+    """What `bind` reads of a task that declares its roles (`config.agent_profiles`): its
+    directory and how messages name it."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    @property
+    def display(self) -> str: ...
+
+    @property
+    def config(self) -> TaskConfig: ...
 
 
 DEFAULT_ROLE = "solver"
@@ -157,7 +173,7 @@ def _locked_role(
 
 
 def _roles_for_agent(
-    task: TaskSource, request: BindingRequest, loaded: LoadedProfiles | None
+    task: Task, request: BindingRequest, loaded: LoadedProfiles | None
 ) -> dict[str, LockedRole]:
     role_ids = [role.id for role in task.config.agent_profiles] or [DEFAULT_ROLE]
     return dict.fromkeys(role_ids, _agent_role(request, loaded))
@@ -248,7 +264,7 @@ def _agent_role(request: BindingRequest, loaded: LoadedProfiles | None) -> Locke
 
 
 def _roles_from_profiles(
-    task: TaskSource, loaded: LoadedProfiles | None, request: BindingRequest
+    task: Task, loaded: LoadedProfiles | None, request: BindingRequest
 ) -> dict[str, LockedRole]:
     roles: dict[str, LockedRole] = {}
     for index, role in enumerate(task.config.agent_profiles):
@@ -383,7 +399,7 @@ def _profiles_name(
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
 
 
-def bind(task: TaskSource, dataset: Dataset, request: BindingRequest) -> LockedBinding:
+def bind(task: Task, dataset: Dataset, request: BindingRequest) -> LockedBinding:
     """Resolve the task's roles and environment for one run request."""
     request.check()
     loaded = load_profiles(dataset, request)

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from agevalx.config.task import Artifacts, Evaluation, Limits
-from agevalx.dataset.files import FileEntry
+from agevalx.formats.files import FileEntry
 from agevalx.hashing import digest_json
 
 FormatName = Literal["ageval", "harbor"]

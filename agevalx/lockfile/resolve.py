@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agevalx.dataset.files import FileDigester, task_files
 from agevalx.dataset.loader import TaskSource
 from agevalx.errors import ConfigError
+from agevalx.formats.files import FileDigester, task_files
 from agevalx.lockfile.binding import bind
 from agevalx.lockfile.models import LockedBinding, LockedDataset, LockedFeatures, TaskLock
 from agevalx.lockfile.request import BindingRequest

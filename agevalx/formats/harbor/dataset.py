@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agevalx.config.task import Limits
-from agevalx.dataset.files import FileDigester, task_files
+from agevalx.formats.files import FileDigester, task_files
 from agevalx.formats.harbor.envvars import KeepTemplates
 from agevalx.formats.harbor.errors import HarborWarning
 from agevalx.formats.harbor.jobconfig import read_job_config

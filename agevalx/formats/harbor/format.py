@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agevalx.agents.base import OracleLayout
-from agevalx.dataset.files import FileDigester
 from agevalx.environments.attempt import AttemptEnvironment
 from agevalx.environments.container import (
     HOME,
@@ -36,6 +35,7 @@ from agevalx.errors import AgevalError, AgevalWarning, ConfigError
 from agevalx.evaluation.result import OUTPUT_TAIL, EvaluationResult, checked
 from agevalx.evaluation.session import ScoringSession
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
+from agevalx.formats.files import FileDigester
 from agevalx.formats.harbor.dataset import (
     HarborSource,
     declares_tasks,
@@ -312,7 +312,7 @@ class HarborRuntime(TaskRuntime):
         verifier = self.spec.verifier
         if self.spec.failure is not None or verifier.disabled or verifier.separate is not None:
             return None
-        from agevalx.evaluation.evaluator_py import standby_network  # lazily, as the verifier
+        from agevalx.evaluation.networks import standby_network  # lazily, as the verifier
 
         return standby_network(self.lock)
 
@@ -384,7 +384,7 @@ class HarborVerifier(Verifier):
                 lambda view: self._verifier_container(session, view),
                 trial_root=trials,
             )
-        from agevalx.evaluation.evaluator_py import scoring_fence, scoring_network  # lazily
+        from agevalx.evaluation.networks import scoring_fence, scoring_network  # lazily
 
         host = session.lock.binding.evaluate_host["environment_options"]
         fence = scoring_fence(session.lock, session.attempt_id, self.gateway_port)

@@ -1,4 +1,4 @@
-"""A task directory's files: the whitelist of top-level directories and their digests."""
+"""A task directory's files and their digests, as a lock records them (in every format)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from agevalx.cache.tree import IGNORED_NAMES
-from agevalx.config.task import ALLOWED_TOP_LEVEL_DIRS
 from agevalx.errors import ConfigError
 from agevalx.hashing import digest_bytes, digest_file
 
@@ -37,21 +36,6 @@ class FileEntry(BaseModel):
 
 def _default_digester(path: Path, _: os.stat_result) -> str:
     return digest_file(path)
-
-
-def check_top_level(task_dir: Path, display: str) -> None:
-    """Refuse top-level directories outside the member whitelist."""
-    for child in sorted(task_dir.iterdir()):
-        if child.name in IGNORED_NAMES or not child.is_dir():
-            continue
-        if child.name not in ALLOWED_TOP_LEVEL_DIRS:
-            allowed = ", ".join(sorted(ALLOWED_TOP_LEVEL_DIRS))
-            raise ConfigError(
-                "illegal_top_level_dir",
-                f"the directory {child.name!r} is not allowed at a task's top level",
-                file=f"{display}/{child.name}",
-                hint=f"move it under one of: {allowed}",
-            )
 
 
 def _symlink_entry(path: Path, root: Path, relative: str, display: str) -> FileEntry:

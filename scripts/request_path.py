@@ -50,7 +50,6 @@ LAYERS = (
     ("agevalx.results", 5),
     ("agevalx.reports", 5),
     ("agevalx.formats", 6),
-    ("agevalx.dataset", 6),
     ("agevalx.config", 6),
     ("agevalx.lint", 6),
     ("agevalx.environments", 7),

@@ -1,8 +1,9 @@
 """Task formats: how a directory of tasks becomes a `Dataset` the pipeline plans over.
 
-Two formats are known: ageval's (ageval.yaml, `formats/ageval.py`) and Harbor's (task.toml,
-`formats/harbor/format.py`). Each provides a `Dataset` (tasks, locks) and a `TaskRuntime` (the hooks
-the one attempt runner and evaluator call); see `formats/base.py`.
+Two formats are known, each in its folder: ageval's (ageval.yaml, `formats/ageval/format.py`)
+and Harbor's (task.toml, `formats/harbor/format.py`). Each provides a `Dataset` (tasks, locks)
+and a `TaskRuntime` (the hooks the one attempt runner and evaluator call); see
+`formats/base.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def open_dataset(
 ) -> Dataset:
     """The dataset at `path` in its format (ageval.yaml: ageval; task.toml tasks or a Harbor
     job config: Harbor), opened for `binding`. Raises coded errors for what is not one."""
-    from agevalx.formats.ageval import is_ageval_dataset, open_ageval
+    from agevalx.formats.ageval.format import is_ageval_dataset, open_ageval
 
     if path is not None and is_ageval_dataset(path):
         if harbor is not None:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agevalx.config.loading import read_yaml_mapping
-from agevalx.dataset.loader import TASK_FILE, read_dataset, read_task
 from agevalx.environments.compose import COMPOSE_FILES
 from agevalx.errors import AgevalError, ConfigError
 from agevalx.formats import lint_reading
+from agevalx.formats.ageval.loader import PROMPT_FILE, TASK_FILE, read_dataset, read_task
 from agevalx.formats.base import LintReading
 from agevalx.fsutil import read_limited
 
@@ -52,6 +52,11 @@ class LintTask:
     @property
     def config_name(self) -> str:
         return TASK_FILE if self.format == "ageval" else harbor().config_file
+
+    @property
+    def instruction_name(self) -> str:
+        """The file the agent's task is written in (an ageval task's when it has no run.py)."""
+        return PROMPT_FILE if self.format == "ageval" else harbor().instruction_file
 
     def path(self, name: str) -> str:
         """`name` (relative to the task; "" for the directory) as a finding shows it."""

@@ -6,24 +6,23 @@ from collections.abc import Iterator
 
 from agevalx.lint.rule import Hit
 from agevalx.lint.source import LintTask, harbor
-from agevalx.lockfile.resolve import PROMPT_FILE
 
 MAX_INSTRUCTION_BYTES = 1 << 20
 
 
 def _instruction_files(task: LintTask) -> list[str]:
     if task.format == "harbor":
-        return [harbor().instruction_file]
+        return [task.instruction_name]
     return [name for name in task.files if name.startswith("prompts/")]
 
 
 def instruction_missing(task: LintTask) -> Iterator[Hit]:
+    name = task.instruction_name
     if task.format == "ageval":
         if "run.py" in task.files:  # run.py writes its own prompts
             return
-        name, hint = PROMPT_FILE, "write the agent's task in prompts/task.md (or add run.py)"
+        hint = "write the agent's task in prompts/task.md (or add run.py)"
     else:
-        name = harbor().instruction_file
         hint = f"write the agent's task in {name}"
     path = task.directory / name
     if not path.is_file():

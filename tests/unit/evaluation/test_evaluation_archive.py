@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.evaluation.evaluator_py import evaluation_archive
+from agevalx.formats.ageval.verifier import evaluation_archive
 
 pytestmark = pytest.mark.unit
 

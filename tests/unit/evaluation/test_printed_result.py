@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.evaluation.evaluator_py import RUNNER, printed_result
+from agevalx.formats.ageval.verifier import RUNNER, printed_result
 
 pytestmark = pytest.mark.unit
 

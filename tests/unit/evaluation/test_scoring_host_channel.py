@@ -13,8 +13,8 @@ import pytest
 
 from agevalx.environments.container import ContainerSpec
 from agevalx.environments.engine import EnvironmentFailure
-from agevalx.evaluation.evaluator_py import RUNNER
 from agevalx.evaluation.hosts import ScoringHosts
+from agevalx.evaluation.runtime import RUNNER
 
 pytestmark = pytest.mark.unit
 

@@ -28,7 +28,7 @@ with contextlib.redirect_stdout(io.StringIO()) as out:
     code = main(["graph", "show", sys.argv[1], "--cache-dir", sys.argv[2], "--json"])
 assert code == 0 and json.loads(out.getvalue())["nodes"], out.getvalue()
 import agevalx.cli.run, agevalx.operations.run, agevalx.runner.stage
-import agevalx.evaluation.evaluate, agevalx.evaluation.evaluator_py, agevalx.formats.ageval
+import agevalx.evaluation.evaluate, agevalx.formats.ageval.verifier, agevalx.formats.ageval.format
 from agevalx.runner.stage import executors
 executors().get("oracle")
 snapshots = {"oracle": sorted(sys.modules)}
@@ -56,7 +56,7 @@ def test_an_oracle_run_of_an_ageval_dataset_imports_no_acp_gateway_harbor_or_ric
 ) -> None:
     modules = snapshots["oracle"]
     assert "agevalx.agents.oracle" in modules  # the probe did load the oracle's run path
-    assert "agevalx.formats.ageval" in modules
+    assert "agevalx.formats.ageval.format" in modules
     assert loaded(modules) == []
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agevalx.dataset.loader import read_dataset, read_task
+from agevalx.formats.ageval.loader import read_dataset, read_task
 from agevalx.testing.soak import default_faults, designed_to_fail, write_soak_dataset
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,5 @@
-"""Loading a dataset root and its member tasks, applying every rule of seed 000."""
+"""The ageval format's loader: a dataset root (ageval.yaml) and its member tasks (task.yaml),
+applying every rule of seed 000."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 DATASET_FILE = "ageval.yaml"
 TASK_FILE = "task.yaml"
+PROMPT_FILE = "prompts/task.md"
+"""What the agent is given when the task has no run.py."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 from agevalx.config.dataset import DatasetConfig
 from agevalx.config.loading import read_yaml_mapping
 from agevalx.config.secrets import resolve_reference
-from agevalx.dataset.loader import DatasetFiles, TaskSource, read_dataset, read_task
+from agevalx.formats.ageval.loader import (
+    PROMPT_FILE,
+    DatasetFiles,
+    TaskSource,
+    read_dataset,
+    read_task,
+)
 from agevalx.formats.base import Dataset, RunBody, TaskRuntime, Verifier
 from agevalx.formats.files import FileDigester
 from agevalx.fsutil import make_dirs
@@ -53,7 +59,7 @@ class AgevalDataset(Dataset):
         return read_task(self.files, task_id)
 
     def lock_task(self, task_id: str, digester: FileDigester) -> TaskLock:
-        from agevalx.lockfile.resolve import resolve_task_lock  # binding: only when locking
+        from agevalx.formats.ageval.lock import resolve_task_lock  # binding: only when locking
 
         return resolve_task_lock(self, self.load_task(task_id), self.binding, digester)
 
@@ -110,8 +116,6 @@ def _load_run_py(task_dir: Path) -> RunBody:
 
 def _default_run(ctx: Any, role: str) -> None:
     """The task's one agent role (not the evaluator's judge) given prompts/task.md."""
-    from agevalx.lockfile.resolve import PROMPT_FILE
-
     prompt_file = ctx.task_file(PROMPT_FILE)
     ctx.invoke(role, prompt_file.read_text(encoding="utf-8") if prompt_file.is_file() else "")
 
@@ -202,7 +206,7 @@ class AgevalRuntime(TaskRuntime):
                 container.get_directory(source, target)
 
     def verifier(self) -> Verifier:
-        from agevalx.evaluation.evaluator_py import EvaluatorPy
+        from agevalx.formats.ageval.verifier import EvaluatorPy
 
         return EvaluatorPy()
 

@@ -1,11 +1,11 @@
-"""Resolving one task into its lock: validated config, defaults, binding and file digests."""
+"""Resolving one ageval task into its lock: validated config, defaults, binding and file digests."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agevalx.dataset.loader import TaskSource
 from agevalx.errors import ConfigError
+from agevalx.formats.ageval.loader import PROMPT_FILE, TaskSource
 from agevalx.formats.files import FileDigester, task_files
 from agevalx.lockfile.binding import bind
 from agevalx.lockfile.models import LockedBinding, LockedDataset, LockedFeatures, TaskLock
@@ -14,7 +14,6 @@ from agevalx.lockfile.request import BindingRequest
 if TYPE_CHECKING:
     from agevalx.formats.base import Dataset
 
-PROMPT_FILE = "prompts/task.md"
 UNLOCKED_PARAMETERS = {"main_environment", "cap_add"}
 
 

@@ -43,7 +43,8 @@ LAYERS = (
     ("agevalx.graph.execute", 4),
     ("agevalx.graph.registry", 4),
     ("agevalx.graph", 3),
-    ("agevalx.lockfile", 5),
+    ("agevalx.lockfile.node", 5),
+    ("agevalx.lockfile", 6),  # the lock's models and the binding of roles, which formats use
     ("agevalx.images", 5),
     ("agevalx.runner", 5),
     ("agevalx.evaluation", 5),

@@ -49,6 +49,31 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[SCOPE_ENV] = f"tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
+def _machine_bundles_dir() -> Path:
+    from agevalx.cache.location import default_cache_dir
+
+    explicit = os.environ.get("AGEVAL_TEST_BUNDLES_DIR")
+    return Path(explicit) if explicit else default_cache_dir() / "bundles"
+
+
+MACHINE_BUNDLES = _machine_bundles_dir()
+"""Read when the suite is collected, before each test gets a cache folder of its own: the
+machine's bundles (where `ageval agents build --all` put them), or $AGEVAL_TEST_BUNDLES_DIR."""
+
+
+@pytest.fixture(autouse=True)
+def _machine_bundles(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every integration test's ageval uses the machine's bundles folder, as a user's runs
+    do, not one in its own empty cache: the evaluator's Python (`agevalx.evaluation.runtime`)
+    is extracted once per machine, not once per test (about 30 execs and 30 copies out of a
+    container each time). A test that needs a fresh folder sets `$AGEVAL_BUNDLES_DIR` itself;
+    `run/test_attempt_engine_calls.py` extracts the runtime into one in every suite run."""
+    from agevalx.agents.bundles import BUNDLES_ENV
+
+    monkeypatch.setenv(BUNDLES_ENV, str(MACHINE_BUNDLES))
+    return MACHINE_BUNDLES
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> object:
     from agevalx.environments.engine import client, image_exists

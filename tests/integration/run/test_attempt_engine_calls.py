@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agevalx.agents.bundles import bundles_dir
+from agevalx.agents.bundles import BUNDLES_ENV
 from agevalx.cache.store import CacheStore
 from agevalx.environments.container import (
     SESSION,
@@ -49,8 +49,12 @@ def session_events(started: float) -> collections.Counter[str]:
 
 
 def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
-    copy_dataset, capsys, _isolated_cache: Path
+    copy_dataset, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a bundles folder of its own: the first run extracts the evaluator's runtime into it
+    # (the other tests share the machine's, see tests/integration/conftest.py)
+    bundles = tmp_path / "bundles"
+    monkeypatch.setenv(BUNDLES_ENV, str(bundles))
     dataset = copy_dataset(RUNCASES)
     run_json(capsys, str(dataset), "--task", "echo-pass")  # the image and the runtime
     started = math.ceil(time.time())  # the engine's event times are whole seconds
@@ -74,7 +78,7 @@ def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
     # the checkpoint reads the workspace and the home (the final snapshot is that
     # checkpoint's: nothing happened since); the evaluator's result comes in its exec's output
     assert events["archive-path"] == 2, events
-    runtimes = list(bundles_dir(_isolated_cache).glob("evaluator-python-*/lib/python3.*"))
+    runtimes = list(bundles.glob("evaluator-python-*/lib/python3.*"))
     assert len(runtimes) == 1
     for name in ("typing", "pathlib", "json/__init__"):
         folder, _, module = name.rpartition("/")

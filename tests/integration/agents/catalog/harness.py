@@ -38,9 +38,8 @@ import yaml
 from agevalx.agents import bundles, catalog
 from agevalx.agents.catalog.base import provider_named
 from agevalx.agents.mockllm import MockLLM
-from agevalx.cache.location import default_cache_dir
 from agevalx.cli import main
-from tests.integration.conftest import committed_image
+from tests.integration.conftest import MACHINE_BUNDLES, committed_image
 
 ROOT = Path(__file__).resolve().parents[4]
 HARBOR_DEMO = ROOT / "examples" / "datasets" / "harbor-demo"
@@ -57,19 +56,9 @@ PROVIDER_PATHS = {"openai-chat": "/v1", "openai-responses": "/v1"}
 """The path of an endpoint after its origin, by API (the others have none)."""
 
 
-def _shared_bundles_dir() -> Path:
-    explicit = os.environ.get("AGEVAL_TEST_BUNDLES_DIR")
-    return Path(explicit) if explicit else default_cache_dir() / "bundles"
-
-
-SHARED_BUNDLES = _shared_bundles_dir()
-"""Read when the suite is collected, before each test gets a cache folder of its own: the
-machine's bundles (where `ageval agents build --all` put them), or $AGEVAL_TEST_BUNDLES_DIR."""
-
-
 def bundles_dir() -> Path:
     """Where the tests keep bundles across runs and tests (never a test's temporary cache)."""
-    return SHARED_BUNDLES
+    return MACHINE_BUNDLES
 
 
 def ensure_built(name: str) -> bundles.Bundle:

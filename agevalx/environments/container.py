@@ -522,6 +522,9 @@ def _create_and_start(arguments: dict[str, Any]) -> Any:
         engine.images.pull(arguments["image"], platform=arguments.get("platform"))
         created = engine.api.create_container(**create)
     container = engine.containers.prepare_model({"Id": created["Id"]})
+    if _interrupted.is_set():  # made after Ctrl-C's listing, or while it ran: never started
+        AttemptContainer(container).remove()
+        raise EnvironmentFailure("interrupted", "the run was interrupted before it started")
     try:
         engine.api.start(created["Id"])
     except BaseException:
@@ -533,6 +536,8 @@ def _create_and_start(arguments: dict[str, Any]) -> Any:
 _removals: set[Future[Any]] = set()
 _removals_lock = threading.Lock()
 _session_removal_hooks: list[Callable[[], None]] = []
+_interrupted = threading.Event()
+"""Set by `interrupt_session`: no container of this process starts any more."""
 
 
 _ROOT_USERS = ("", "root", "0", "root:root", "0:0")
@@ -619,6 +624,20 @@ def on_session_removal(hook: Callable[[], None]) -> None:
     """Call `hook` whenever `remove_session_containers` is about to remove what is left (a
     holder of started containers forgets them)."""
     _session_removal_hooks.append(hook)
+
+
+def interrupt_session() -> int:
+    """After Ctrl-C: remove every container this process started, and start none from now on
+    (one whose creation was in flight while they were listed is removed once made, before it
+    starts: a worker thread would otherwise run its command to the end, and the process,
+    which joins its threads, would wait for it). `reopen_session` lifts that."""
+    _interrupted.set()
+    return remove_session_containers()
+
+
+def reopen_session() -> None:
+    """Containers may start again (a new execution in a process that was interrupted)."""
+    _interrupted.clear()
 
 
 def remove_session_containers() -> int:

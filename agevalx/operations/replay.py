@@ -33,7 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
-from agevalx.environments.container import WORKSPACE, remove_session_containers
+from agevalx.environments.container import (
+    WORKSPACE,
+    interrupt_session,
+    remove_session_containers,
+    reopen_session,
+)
 from agevalx.environments.engine import remove_image
 from agevalx.environments.owners import ReapReport, reap_orphans
 from agevalx.errors import AgevalError, UsageError
@@ -417,8 +422,9 @@ def replay(
     for parent in ("image", "scoring_image"):
         if f"{parent}:{source.task}" in planned.graph:
             planned.graph.add_edge(f"{parent}:{source.task}", node.id)
+    reopen_session()
     try:
-        report = execute(planned, store, on_interrupt=remove_session_containers)
+        report = execute(planned, store, on_interrupt=interrupt_session)
     finally:
         remove_session_containers()
     failed = next((item for item in report.nodes if item.error is not None), None)

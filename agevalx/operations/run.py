@@ -14,7 +14,11 @@ from agevalx.cache.layered import LayeredStore
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.remote.stats import RemoteStats
 from agevalx.cache.store import CacheStore
-from agevalx.environments.container import remove_session_containers
+from agevalx.environments.container import (
+    interrupt_session,
+    remove_session_containers,
+    reopen_session,
+)
 from agevalx.environments.owners import ReapReport, adopting, reap_orphans
 from agevalx.environments.standby import standby
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
@@ -307,7 +311,7 @@ def _execute(
     def interrupted() -> None:
         if cluster is not None:
             cluster.interrupt()
-        remove_session_containers()
+        interrupt_session()
 
     budget = callbacks.budget
     if cluster is None:  # the gateway of this process counts the job's spend
@@ -357,6 +361,7 @@ def _execute_in(
     interrupted: Callable[[], None],
 ) -> ExecutionReport:
     cluster = callbacks.cluster
+    reopen_session()
     try:
         report = execute(
             planned,

@@ -42,3 +42,42 @@ def test_a_container_removed_between_listing_and_removal_is_not_an_error(
     finally:
         for item in listing(all=True, filters={"label": label}):
             engine.remove_container(item["Id"], force=True)
+
+
+def test_a_container_created_while_ctrl_c_lists_the_session_is_removed_before_it_starts(
+    docker_engine: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C lists the session's containers while a worker thread's create is in flight:
+    the listing misses it, so the create must see the interrupt itself, or the worker starts
+    it and runs its command to the end (the process waits for its threads when it exits)."""
+    session = f"interrupt-{uuid.uuid4().hex[:8]}"
+    label = f"{LABEL}.session={session}"
+    engine = client().api
+    monkeypatch.setattr(module, "SESSION", session)
+    spec = module.ContainerSpec(image=BASE_IMAGE, name_hint="interrupt", network="none")
+    create = engine.create_container
+    made: list[str] = []
+
+    def created_after_the_listing(*args: Any, **kwargs: Any) -> Any:
+        assert module.interrupt_session() == 0  # the listing: nothing made yet
+        found = create(*args, **kwargs)
+        made.append(found["Id"])
+        return found
+
+    try:
+        monkeypatch.setattr(engine, "create_container", created_after_the_listing)
+        with pytest.raises(module.EnvironmentFailure) as raised:
+            module.AttemptContainer.start(spec)
+        assert raised.value.code == "interrupted"
+        monkeypatch.setattr(engine, "create_container", create)
+        assert len(made) == 1 and engine.containers(all=True, filters={"label": label}) == []
+        with pytest.raises(module.EnvironmentFailure):  # still interrupted: nothing starts
+            module.AttemptContainer.start(spec)
+        module.reopen_session()
+        started = module.AttemptContainer.start(spec)
+        assert started.running()
+        started.remove()
+    finally:
+        module.reopen_session()
+        for item in engine.containers(all=True, filters={"label": label}):
+            engine.remove_container(item["Id"], force=True)

@@ -33,6 +33,7 @@ from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_PID, reap_orphans
 from agevalx.testing.raycluster import LocalRayCluster, free_port
+from tests.interrupt import sigint_at_default
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
@@ -386,7 +387,9 @@ def test_ctrl_c_removes_every_worker_container_exits_130_and_keeps_finished_node
         "--task", "echo-pass", "--task", "echo-again",
         *remote_args(walk, driver), "--cluster", cluster.address, "--json",
     ]  # fmt: skip
-    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    running = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_at_default
+    )
     deadline = time.monotonic() + 300
     while not _worker_containers(cluster):
         assert running.poll() is None and time.monotonic() < deadline, "no attempt started"

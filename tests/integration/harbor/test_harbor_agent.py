@@ -42,7 +42,6 @@ from tests.integration.agents.catalog.harness import (
     Attempt,
     _docker,
     assert_not_in_image,
-    bundles_dir,
 )
 from tests.integration.harbor.test_parity import _install_harbor
 
@@ -84,7 +83,6 @@ class HarborHarness(AgentHarness):
         self.tmp_path = tmp_path
         self.monkeypatch = monkeypatch
         self.capsys = capsys
-        monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
         try:
             bundles.ensure_bundle(harbor_agents.TMUX.name)
         except bundles.BundleError as exc:
@@ -333,11 +331,10 @@ RUN mkdir -p -m 1777 /tmp
 
 @pytest.mark.integration
 def test_the_tmux_bundle_runs_on_an_image_without_a_c_library(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docker_engine: object
+    tmp_path: Path, docker_engine: object
 ) -> None:
     """An image of Debian's static busybox alone (no libc, no locale): the bundle's tmux
     starts a session there on its own loader, C library and C.UTF-8."""
-    monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
     bundle = bundles.ensure_bundle(harbor_agents.TMUX.name)
     context = tmp_path / "context"
     context.mkdir()

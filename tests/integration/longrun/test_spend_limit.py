@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from agevalx.agents import bundles
 from agevalx.agents.mockllm import MockLLM
 from agevalx.cli import main
 from agevalx.testing.soak import MODEL, SCRIPT, write_soak_dataset
-from tests.integration.agents.catalog.harness import bundles_dir, ensure_built
+from tests.integration.agents.catalog.harness import ensure_built
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,7 +31,6 @@ def test_a_job_stops_at_its_cost_limit_and_a_higher_limit_continues_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ensure_built("pi")
-    monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-spend-limit-test")
     with MockLLM(SCRIPT, per_conversation=True, cost=COST) as mock:
         dataset = write_soak_dataset(tmp_path / "ds", TASKS, base_url=mock.url, egress=None)

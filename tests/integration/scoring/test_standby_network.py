@@ -23,6 +23,7 @@ from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_PID
 from tests.integration.engine_events import watching
+from tests.interrupt import sigint_at_default
 
 pytestmark = pytest.mark.integration
 
@@ -210,6 +211,7 @@ def test_ctrl_c_removes_a_placeholder(tmp_path: Path, docker_engine: object) -> 
         [AGEVAL, "run", str(dataset), "--agent", "oracle", "--json"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=sigint_at_default,
     )
     owned = {"label": [f"{OWNER_PID}={process.pid}"]}
     placeholder = {"label": [f"{OWNER_PID}={process.pid}", "ageval=scoring-network"]}

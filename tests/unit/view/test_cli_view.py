@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agevalx.cli import main
+from tests.interrupt import sigint_at_default
 from tests.unit.view.conftest import Job
 
 pytestmark = pytest.mark.unit
@@ -88,7 +89,13 @@ def test_port_and_bundle_together_are_a_usage_error(
 def test_the_server_prints_its_url_serves_the_grid_and_stops_on_ctrl_c(job: Job) -> None:
     command = [sys.executable, "-m", "agevalx", "view", str(job.root), "--no-open", "--json"]
     env = {**os.environ, "AGEVAL_CACHE_DIR": str(job.cache)}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=sigint_at_default,
+    )
     try:
         assert process.stdout is not None
         url = json.loads(process.stdout.readline())["url"]

@@ -136,7 +136,6 @@ class AgentHarness:
         self.monkeypatch = monkeypatch
         self.capsys = capsys
         ensure_built(agent)
-        monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
 
     def _copy(self, source: Path) -> Path:
         target = self.tmp_path / f"{source.name}-{uuid.uuid4().hex[:6]}"

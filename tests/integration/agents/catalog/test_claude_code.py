@@ -25,7 +25,6 @@ from tests.integration.agents.catalog.harness import (
     SCRIPTS,
     Attempt,
     _docker,
-    bundles_dir,
     ensure_built,
 )
 from tests.integration.conftest import committed_image
@@ -108,7 +107,6 @@ def test_claude_code_contacts_nothing_but_its_base_url(
     """A whole hello session with HTTP(S)_PROXY pointing at a proxy that notes every target:
     Claude Code asks the mock model (exempt by NO_PROXY) and nothing else."""
     bundle = ensure_built("claude-code")
-    monkeypatch.setenv(bundles.BUNDLES_ENV, str(bundles_dir()))
     proxy = _RefusingProxy()
     agent = catalog.agent("claude-code")
     assert agent is not None

@@ -45,9 +45,16 @@ from agevalx.operations.recovery import (
     source_binding,
 )
 from agevalx.operations.request import RunRequest
-from agevalx.operations.share import checkpoint_keys, record_job
+from agevalx.operations.share import FiledJob, checkpoint_keys, record_job, refile_job
 from agevalx.operations.views import CHECKPOINT_INDEX, write_attempt_views, write_checkpoint_index
-from agevalx.operations.viewstamp import Stamp, current_results, views_digest, write_stamp
+from agevalx.operations.viewstamp import (
+    Stamp,
+    current_results,
+    filed_job,
+    note_filed_job,
+    views_digest,
+    write_stamp,
+)
 from agevalx.results.build import (
     attempt_result,
     attempts_of,
@@ -87,6 +94,10 @@ class RunOutcome:
     """Attempts a dead process had left unfinished, resumed from their last checkpoint."""
     not_run: int = 0
     """Attempts the spend limit kept from starting."""
+    stamp: Stamp | None = None
+    """The stamp of the job's views, when they can be stamped (`operations.viewstamp`)."""
+    vouched: bool = False
+    """Whether that stamp vouched for the views: none was written again."""
 
     @property
     def ok(self) -> bool:
@@ -144,13 +155,7 @@ def run(
         outcome = _run(request, store, attempts, callbacks)
     outcome.reaped = reaped
     outcome.budget = budget
-    outcome.job_ref = record_job(
-        store,
-        outcome.results,
-        outcome.summary,
-        _kept_checkpoints(outcome, store),
-        dataset_of(outcome.plan).version,
-    )
+    outcome.job_ref = _file_job(outcome, store)
     if isinstance(store, LayeredStore):
         outcome.remote = store.remote_stats
     return outcome
@@ -174,6 +179,29 @@ def _check_limits(request: RunRequest) -> None:
             field="--cluster",
             hint="run without --cluster, or without the spend limit",
         )
+
+
+def _file_job(outcome: RunOutcome, store: CacheStore) -> str | None:
+    """File the job's record and ref (`record_job`); the ref's name. A no-op run whose views
+    the stamp vouched for would file the same record as the run that wrote the stamp (the
+    stamp's digest covers the results and the checkpoints, `contents` the rest): the ref
+    that run noted is checked (`refile_job`) instead of making the record again."""
+    version = dataset_of(outcome.plan).version
+    root, stamp = outcome.plan.dataset.root, outcome.stamp
+    contents = None
+    if stamp is not None:
+        summary = outcome.summary.model_dump(mode="json") if outcome.summary else None
+        contents = digest_json(["job record", stamp.digest, summary, version])
+        noted = filed_job(root, stamp, contents) if outcome.vouched else None
+        if noted is not None and refile_job(store, FiledJob(*noted)):
+            return noted[0]
+    checkpoints = _kept_checkpoints(outcome, store)
+    filed = record_job(store, outcome.results, outcome.summary, checkpoints, version)
+    if filed is None:
+        return None
+    if stamp is not None and contents is not None:
+        note_filed_job(root, stamp, contents, filed)
+    return filed.ref
 
 
 def _kept_checkpoints(outcome: RunOutcome, store: CacheStore) -> list[str]:
@@ -441,7 +469,7 @@ def _write_views(
     forked = _forked(planned)
     stamp = None if forked else _stamp_of(planned, report, request)
     results = current_results(root, stamp) if stamp is not None else None
-    not_run = 0
+    vouched, not_run = results is not None, 0
     if results is None:  # the views are written (again), unless the stamp vouches for them
         written = _write_node_views(planned, report, forked)
         results, not_run = _write_attempt_views(planned, store, report, request, actions, budget)
@@ -463,6 +491,7 @@ def _write_views(
         path = _write_summary(planned, summary)
     outcome = RunOutcome(planned, report, results, summary, path)
     outcome.not_run = not_run
+    outcome.stamp, outcome.vouched = stamp, vouched
     return outcome
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
@@ -49,6 +49,17 @@ JOBS_DIR = "jobs"
 """`<cache>/jobs/`: the local index of job refs (not gc roots)."""
 
 
+class FiledJob(NamedTuple):
+    """A job's ref as `record_job` filed it."""
+
+    ref: str
+    """The ref's name (`job_ref`)."""
+    record: str
+    """The digest of the job record's blob."""
+    targets: tuple[str, ...]
+    """What the ref names: the record's blob, then the node entries."""
+
+
 def job_ref(job_id: str) -> str:
     """The ref naming a job (job ids may hold characters a ref name may not)."""
     return JOB_REF_PREFIX + digest_json(["job", job_id])
@@ -60,8 +71,8 @@ def record_job(
     summary: JobSummary | None,
     checkpoints: list[str],
     dataset_version: str | None = None,
-) -> str | None:
-    """File the record and the ref of a run's job; the ref's name (None without results)."""
+) -> FiledJob | None:
+    """File the record and the ref of a run's job (None without results)."""
     if not results:
         return None
     record = JobRecord(
@@ -79,7 +90,24 @@ def record_job(
         index_job(store, name, targets)
     if isinstance(store, LayeredStore):
         store.publish_ref(name, targets)
-    return name
+    return FiledJob(name, digest, tuple(targets))
+
+
+def refile_job(store: CacheStore, filed: FiledJob) -> bool:
+    """File again a job `record_job` filed, whose record is known to be the same (a no-op run
+    whose views the stamp vouched for, see `operations.viewstamp`), without making the record
+    again: True when the local index names exactly its targets and the record's blob is
+    stored (a remote then gets the ref again); False when it must be filed anew."""
+    try:
+        index = store.root / JOBS_DIR / check_ref_name(filed.ref)
+        stored = RefFile.model_validate_json(index.read_bytes()).targets
+    except (OSError, ValidationError, CacheError):
+        return False
+    if stored != tuple(sorted(set(filed.targets))) or not store.has_blob(filed.record):
+        return False
+    if isinstance(store, LayeredStore):
+        store.publish_ref(filed.ref, filed.targets)
+    return True
 
 
 def index_job(store: CacheStore, name: str, targets: list[str]) -> None:

@@ -165,3 +165,39 @@ def current_results(dataset_root: Path, stamp: Stamp) -> list[AttemptResult] | N
     if tuple(result.attempt_id for result in results) != stamp.attempt_ids:
         return None
     return results
+
+
+def _filed_path(dataset_root: Path, stamp: Stamp) -> Path:
+    return stamp_path(dataset_root, stamp.summary_key).with_suffix(".job.json")
+
+
+def note_filed_job(
+    dataset_root: Path, stamp: Stamp, contents: str, filed: Sequence[object]
+) -> None:
+    """Beside the stamp: the job ref a run filed (`share.FiledJob`, as a list) and `contents`,
+    the digest of what its record holds beyond what the stamp's digest covers. Best effort."""
+    document = {"digest": stamp.digest, "contents": contents, "filed": list(filed)}
+    try:
+        atomic_write(_filed_path(dataset_root, stamp), json.dumps(document).encode())
+    except (OSError, ValueError, TypeError):
+        return
+
+
+def filed_job(
+    dataset_root: Path, stamp: Stamp, contents: str
+) -> tuple[str, str, tuple[str, ...]] | None:
+    """The job ref (name, record digest, targets) noted by a run whose stamp had this digest
+    and whose record held these `contents`, if any. Only a caller whose views this stamp
+    vouched for may take it: its record is then the same as that run's."""
+    try:
+        document = json.loads(_filed_path(dataset_root, stamp).read_bytes())
+        if document["digest"] != stamp.digest or document["contents"] != contents:
+            return None
+        ref, record, targets = document["filed"]
+        if not (isinstance(ref, str) and isinstance(record, str) and isinstance(targets, list)):
+            return None
+        if not all(isinstance(target, str) for target in targets):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return ref, record, tuple(targets)

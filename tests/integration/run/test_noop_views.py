@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agevalx.cache.location import default_cache_dir
 from agevalx.cli import main
 from agevalx.operations import viewstamp
 
@@ -43,11 +44,25 @@ def test_a_noop_run_trusts_its_stamp_until_a_view_changes(
     second = run_json(capsys, dataset)  # every node reused: views checked, then stamped
     assert second["counts"]["computed"] == 0
     stamped = stamps(dataset)
-    assert len(stamped) == 2  # the states, and the results beside them
+    assert len(stamped) == 3  # the states, the results and the job ref filed, beside them
+    jobs = default_cache_dir() / "jobs"
+    (ref,) = (path for path in jobs.iterdir())
+    filed = ref.stat().st_mtime_ns, ref.read_bytes()
 
     third = run_json(capsys, dataset)
     assert stamps(dataset) == stamped  # the stamp vouched for the views: not written again
     assert third["results"] == second["results"]
+    # and the job record it would file is the one filed: its ref is checked, not written
+    assert (ref.stat().st_mtime_ns, ref.read_bytes()) == filed
+
+    # a record holding what the stamp does not cover (the spend limits) is filed anew
+    code = main(["run", str(dataset), "--task", "echo-pass", "-k", "2", "--max-cost", "7"])
+    capsys.readouterr()
+    assert code == 0
+    assert ref.read_bytes() != filed[1]
+    assert stamps(dataset) != stamped  # the note of the ref filed is the new one
+    run_json(capsys, dataset)
+    assert ref.read_bytes() == filed[1]
 
     runs = dataset / ".ageval/runs"
     attempts = [result["attempt_id"] for result in second["results"]]

@@ -10,6 +10,7 @@ import pytest
 from agevalx.cache import CacheStore
 from agevalx.cache.backend import ObjectId
 from agevalx.cache.layered import LayeredStore
+from agevalx.cache.layout import object_path
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.remote import RemoteStore
 from agevalx.operations.share import (
@@ -19,6 +20,7 @@ from agevalx.operations.share import (
     pull_jobs,
     push_jobs,
     record_job,
+    refile_job,
 )
 from agevalx.reports import build_report
 from agevalx.reports.leaderboard import leaderboard, report_bytes
@@ -57,10 +59,41 @@ def _job(k: int = 2, failing: int = 0) -> tuple[list[AttemptResult], JobSummary]
 
 def test_a_job_is_indexed_locally_but_is_no_gc_root(store: CacheStore) -> None:
     results, summary = _job()
-    name = record_job(store, results, summary, [], "1.0")
-    assert name == job_ref(summary.job_id)
-    assert name in local_jobs(store)
+    filed = record_job(store, results, summary, [], "1.0")
+    assert filed is not None and filed.ref == job_ref(summary.job_id)
+    assert local_jobs(store)[filed.ref] == tuple(sorted(filed.targets))
+    assert filed.targets[0] == filed.record and store.has_blob(filed.record)
     assert store.list_refs() == {}  # local gc keeps its own policy
+
+
+def test_a_job_filed_again_unchanged_is_only_checked(store: CacheStore) -> None:
+    results, summary = _job()
+    filed = record_job(store, results, summary, [], "1.0")
+    assert filed is not None
+    index = store.root / "jobs" / filed.ref
+    before = index.stat().st_mtime_ns
+    assert refile_job(store, filed)
+    assert index.stat().st_mtime_ns == before  # nothing written
+
+
+def test_a_job_whose_ref_or_record_changed_is_not_filed_again_unchecked(
+    store: CacheStore,
+) -> None:
+    results, summary = _job()
+    filed = record_job(store, results, summary, [], "1.0")
+    assert filed is not None
+    # another record of the same job id took the ref since
+    other_results, other_summary = _job(failing=1)
+    other_summary.job_id = summary.job_id
+    assert record_job(store, other_results, other_summary, [], "1.0") is not None
+    assert not refile_job(store, filed)
+    # the ref names it again, but its record's blob is gone
+    assert record_job(store, results, summary, [], "1.0") == filed
+    assert refile_job(store, filed)
+    object_path(store.root, filed.record).unlink()
+    assert not refile_job(store, filed)
+    # a ref name that is no ref name
+    assert not refile_job(store, filed._replace(ref="../escape"))
 
 
 def test_b_pulls_a_jobs_records_and_writes_the_views_a_report_reads(

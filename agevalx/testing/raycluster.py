@@ -64,10 +64,22 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def free_ports(count: int, taken: set[int] | None = None) -> list[int]:
+    """`count` distinct ports the kernel picked, none of them in `taken` (then added to it).
+    The probes stay bound until all are picked: a port probed and closed is free again at
+    once, and the kernel may hand it out twice (Ray refuses a node whose components share
+    one)."""
+    taken = set() if taken is None else taken
+    ports: list[int] = []
+    with contextlib.ExitStack() as probes:
+        while len(ports) < count:
+            probe = probes.enter_context(socket.socket())
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+            if port not in taken:
+                taken.add(port)
+                ports.append(port)
+    return ports
 
 
 @dataclass
@@ -89,6 +101,8 @@ class LocalRayCluster:
         self.client_port = 0
         """The head's Ray Client server port (`ray://HOST:PORT`)."""
         self.nodes: dict[str, _Node] = {}
+        self._ports: set[int] = set()
+        """Every port given to a node of this cluster: each is given once."""
 
     @property
     def address(self) -> str:
@@ -101,7 +115,7 @@ class LocalRayCluster:
         return f"ray://{HOST}:{self.client_port}"
 
     def start(self) -> None:
-        port = free_port()
+        (port,) = free_ports(1, self._ports)
         self.add_node(
             "head", ["--head", f"--port={port}", f"--node-ip-address={HOST}", "--num-cpus=1"]
         )
@@ -120,6 +134,8 @@ class LocalRayCluster:
         temp directory), then wait until the node is alive. Nodes start one at a time: on
         one machine they share the head's session directory."""
         log = self.temp / f"{name}.log"
+        given_ports = ("--port=", "--ray-client-server-port=")
+        self._ports.update(int(a.split("=", 1)[1]) for a in args if a.startswith(given_ports))
         ports = (
             "--node-manager-port",
             "--object-manager-port",
@@ -135,12 +151,17 @@ class LocalRayCluster:
             "--block",
             "--disable-usage-stats",
             f"--object-store-memory={OBJECT_STORE_BYTES}",
-            *(f"{flag}={free_port()}" for flag in ports),
+            *(
+                f"{flag}={port}"
+                for flag, port in zip(ports, free_ports(len(ports), self._ports), strict=True)
+            ),
         ]
         if "--head" in args:
             self.port = int(next(a for a in args if a.startswith("--port=")).split("=", 1)[1])
             given = [a for a in args if a.startswith("--ray-client-server-port=")]
-            self.client_port = int(given[0].split("=", 1)[1]) if given else free_port()
+            self.client_port = (
+                int(given[0].split("=", 1)[1]) if given else free_ports(1, self._ports)[0]
+            )
             command.append(f"--temp-dir={self.temp / 'ray'}")
             if not given:
                 command.append(f"--ray-client-server-port={self.client_port}")

@@ -32,7 +32,7 @@ from agevalx.cluster.dispatch import SERVER_FAILURE
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_PID, reap_orphans
-from agevalx.testing.raycluster import LocalRayCluster, free_port
+from agevalx.testing.raycluster import LocalRayCluster, free_ports
 from tests.interrupt import sigint_at_default
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
@@ -79,7 +79,8 @@ def walk(tmp_path_factory: pytest.TempPathFactory, s3_server: LocalS3Server) -> 
         root / "datasets/text-tools",
         ignore=shutil.ignore_patterns(".ageval"),
     )
-    return Walk(root, s3_server, s3_server.create_bucket(f"cluster-{os.getpid()}"), free_port())
+    bucket = s3_server.create_bucket(f"cluster-{os.getpid()}")
+    return Walk(root, s3_server, bucket, free_ports(1)[0])
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ LONGEST_FIRST = (
 )
 """The test files that take longest (`--durations`), in that order: the workers take them
 first, so none of them starts last and leaves the other workers idle at the end (the first two
-run in the serial phase, alone)."""
+run in the serial phase, side by side)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each pytest process (each xdist worker, and the serial phase's) runs its ageval under an
+    """Each pytest process (each xdist worker of either phase) runs its ageval under an
     owner scope of its own (`$AGEVAL_OWNER_SCOPE`, inherited by the ageval processes its tests
     start): a run's orphan sweep then takes only what this process's own tests' killed ageval
     processes left, never the leftovers another worker's test is about to resume or count."""

@@ -29,9 +29,10 @@ echo "== unit tests"
 # it run here too, and each test counts and removes only what it made (salted images, its own
 # labels). Four on two cores: much of a test waits on the engine, an agent's start or a
 # model's retry interval (on a clean engine the machine was 60% busy with three; four took
-# 13 min 23 s where three took 17 min 11 s). The Ray cluster and the soak's load need the machine without the
-# others (beside them, a loaded machine failed timing-bound tests): they run afterwards, the
-# two side by side (two workers, a file each: 4 min 20 s, where one after the other took 7).
+# 13 min 23 s where three took 17 min 11 s). The Ray cluster and the soak's load need the
+# machine without the others (beside them, a loaded machine failed timing-bound tests): they
+# run afterwards, the two side by side (two workers, a file each: 4 min 20 s, where one after
+# the other took 7).
 # Both phases run even when the first fails, so one run reports every failure.
 echo "== integration tests"
 parallel=0

@@ -101,9 +101,11 @@ def refile_job(store: CacheStore, filed: FiledJob) -> bool:
     try:
         index = store.root / JOBS_DIR / check_ref_name(filed.ref)
         stored = RefFile.model_validate_json(index.read_bytes()).targets
+        if stored != tuple(sorted(set(filed.targets))) or filed.record not in stored:
+            return False
+        if not store.has_blob(filed.record):  # a malformed digest raises CacheError
+            return False
     except (OSError, ValidationError, CacheError):
-        return False
-    if stored != tuple(sorted(set(filed.targets))) or not store.has_blob(filed.record):
         return False
     if isinstance(store, LayeredStore):
         store.publish_ref(filed.ref, filed.targets)

@@ -92,8 +92,10 @@ def test_a_job_whose_ref_or_record_changed_is_not_filed_again_unchecked(
     assert refile_job(store, filed)
     object_path(store.root, filed.record).unlink()
     assert not refile_job(store, filed)
-    # a ref name that is no ref name
+    # a ref name that is no ref name, a record that is no blob of the ref
     assert not refile_job(store, filed._replace(ref="../escape"))
+    entry = next(target for target in filed.targets if "/" in target)
+    assert not refile_job(store, filed._replace(record=entry))
 
 
 def test_b_pulls_a_jobs_records_and_writes_the_views_a_report_reads(

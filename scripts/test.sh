@@ -27,10 +27,10 @@ echo "== import cycles (every import, lazy and type-only ones too)"
 # it run here too, and each test counts and removes only what it made (salted images, its own
 # labels). Four on two cores: much of a test waits on the engine, an agent's start or a
 # model's retry interval; with four the machine is about 90% busy (four took 13 to 14.5 min
-# where three took 17); six kept it 100% busy and gained nothing more. The Ray cluster and the soak's load need the
-# machine without the others (beside them, a loaded machine failed timing-bound tests): they
-# run afterwards, the two side by side (two workers, a file each: 4 min 20 s, where one after
-# the other took 7).
+# where three took 17); six kept it 100% busy and gained nothing more. The Ray cluster and
+# the soak's load need the machine without the others (beside them, a loaded machine failed
+# timing-bound tests): they run afterwards, the two side by side (two workers, a file each:
+# 4 min 20 s, where one after the other took 7).
 # Both phases run even when the first fails, so one run reports every failure.
 # Each worker collects what it is given: tests/integration alone, without the Hypothesis plugin
 # (no integration test uses it), collects in 4.4 s of CPU where the whole tests/ took 9.5 s;

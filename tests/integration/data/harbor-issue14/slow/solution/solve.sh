@@ -1,2 +1,2 @@
 #!/bin/bash
-sleep 4 && touch /tmp/finished
+sleep 6 && touch /tmp/finished

@@ -42,6 +42,8 @@ SESSION = uuid.uuid4().hex
 OUTPUT_LIMIT = 1 << 20
 """Bytes of a command's output kept (the last ones), and the default cap of `read_file`."""
 COPY_CHUNK = 1 << 20
+PAUSE_TRIES = 5  # runc's freezer can give up on a container whose processes fork busily
+UNFROZEN_COPY_TRIES = 5
 REMOVERS = 2
 """Containers removed at once in the background (see `AttemptContainer.remove_later`)."""
 T = TypeVar("T")
@@ -325,21 +327,41 @@ class AttemptContainer:
         """Copy a container directory's content into `destination`. A file that a process
         still running in the container (an agent's daemon) truncates while the engine
         archives it cuts the archive short: the copy is then taken again with the container's
-        processes frozen (`docker pause`), which nothing inside can outrun."""
+        processes frozen (`docker pause`), which nothing inside can outrun. The freezer itself
+        can give up on processes that fork without pause (runc's "unable to freeze"): it is
+        asked again, and if it never succeeds the copy is retried unfrozen."""
         try:
             self._copy_directory(path, destination)
-        except tarfile.ReadError:
-            try:
-                self._container.pause()
-            except docker.errors.APIError as exc:
-                raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {exc}") from None
+            return
+        except tarfile.ReadError as exc:
+            cut = exc
+        if self._pause():
             try:  # the next copy overwrites what the cut one wrote
                 self._copy_directory(path, destination)
+                return
             except tarfile.ReadError as exc:
-                raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {exc}") from None
+                cut = exc
             finally:
                 with contextlib.suppress(docker.errors.APIError):
                     self._container.unpause()
+        else:
+            for _ in range(UNFROZEN_COPY_TRIES):
+                try:
+                    self._copy_directory(path, destination)
+                    return
+                except tarfile.ReadError as exc:
+                    cut = exc
+        raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {cut}") from None
+
+    def _pause(self) -> bool:
+        """Freeze the container's processes; False when the freezer gave up every time."""
+        for attempt in range(PAUSE_TRIES):
+            try:
+                self._container.pause()
+                return True
+            except docker.errors.APIError:
+                time.sleep(0.2 * (attempt + 1))
+        return False
 
     def _copy_directory(self, path: str, destination: Path) -> None:
         try:

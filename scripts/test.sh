@@ -15,6 +15,7 @@ harbor_install=$!
 bundles_log=$(mktemp)
 .venv/bin/ageval agents build --all >"$bundles_log" 2>&1 &
 bundles_build=$!
+echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset} (the venv is compiled either way)"
 echo "== ruff"
 .venv/bin/ruff check agevalx tests benchmarks
 .venv/bin/ruff format --check agevalx tests benchmarks

@@ -55,10 +55,14 @@ def python312() -> str | None:
 def installer() -> list[str]:
     """How packages go into the venv: uv beside this interpreter when it is there (what
     scripts/setup.sh installs: it downloads in parallel and resolves in a second, where pip
-    takes most of a minute of CPU), else the venv's own pip."""
+    takes most of a minute of CPU), else the venv's own pip. Both compile the modules as
+    they install them: where PYTHONDONTWRITEBYTECODE is set, Harbor would otherwise compile
+    its imports (LiteLLM's among them) from source in every run, 9.4 s of CPU where 4.9 s do
+    compiled."""
     uv = Path(sys.executable).parent / "uv"
     if uv.is_file() and os.access(uv, os.X_OK):
-        return [str(uv), "pip", "install", "-q", "--python", str(VENV / "bin" / "python")]
+        python = str(VENV / "bin" / "python")
+        return [str(uv), "pip", "install", "-q", "--compile-bytecode", "--python", python]
     return [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
 
 

@@ -27,6 +27,9 @@ from agevalx.hashing import digest_json
 from agevalx.lockfile.node import task_lock
 
 REPOSITORY = "ageval/env"
+VANISHED_CACHE = "unable to find image"
+"""The builder's error when the image of a cached step was removed during the build."""
+VANISHED_CACHE_TRIES = 3
 SCORING_REPOSITORY = "ageval/scoring"
 CACHE_LABEL = f"{LABEL}.cache"
 """Labels every image ageval makes with the cache it was made for (`ageval cache gc
@@ -81,7 +84,33 @@ def build(
     store: CacheStore,
     dockerfile: str = "Dockerfile",
 ) -> str:
-    """Build `context_dir`/`dockerfile` as `tag` (offline: `pull=False`); the image id."""
+    """Build `context_dir`/`dockerfile` as `tag` (offline: `pull=False`); the image id.
+
+    The engine's builder reuses the image of a step it built before as that step's cache; an
+    image removed meanwhile by another process (`ageval cache gc --images`, another run's
+    cleanup) fails the build with "unable to find image": the build is then asked again
+    (`VANISHED_CACHE_TRIES` in all), and builds the vanished step afresh."""
+    for _ in range(VANISHED_CACHE_TRIES - 1):
+        try:
+            return _build_once(
+                context_dir, tag, platform, build_args, labels, display, store, dockerfile
+            )
+        except EnvironmentFailure as exc:
+            if VANISHED_CACHE not in f"{exc.message} {exc.hint or ''}":
+                raise
+    return _build_once(context_dir, tag, platform, build_args, labels, display, store, dockerfile)
+
+
+def _build_once(
+    context_dir: Path,
+    tag: str,
+    platform: str | None,
+    build_args: dict[str, str],
+    labels: dict[str, str],
+    display: str,
+    store: CacheStore,
+    dockerfile: str,
+) -> str:
     try:
         image, _ = client().images.build(
             path=str(context_dir),

@@ -90,39 +90,29 @@ def build(
     image removed meanwhile by another process (`ageval cache gc --images`, another run's
     cleanup) fails the build with "unable to find image": the build is then asked again
     (`VANISHED_CACHE_TRIES` in all), and builds the vanished step afresh."""
+    arguments: dict[str, Any] = {
+        "path": str(context_dir),
+        "dockerfile": dockerfile,
+        "tag": tag,
+        "rm": True,
+        "forcerm": True,
+        "pull": False,
+        "platform": platform,
+        "buildargs": build_args,
+        "labels": {LABEL: "image", **labels, **image_labels(store)},
+    }
     for _ in range(VANISHED_CACHE_TRIES - 1):
         try:
-            return _build_once(
-                context_dir, tag, platform, build_args, labels, display, store, dockerfile
-            )
+            return _build_once(arguments, display)
         except EnvironmentFailure as exc:
             if VANISHED_CACHE not in f"{exc.message} {exc.hint or ''}":
                 raise
-    return _build_once(context_dir, tag, platform, build_args, labels, display, store, dockerfile)
+    return _build_once(arguments, display)
 
 
-def _build_once(
-    context_dir: Path,
-    tag: str,
-    platform: str | None,
-    build_args: dict[str, str],
-    labels: dict[str, str],
-    display: str,
-    store: CacheStore,
-    dockerfile: str,
-) -> str:
+def _build_once(arguments: dict[str, Any], display: str) -> str:
     try:
-        image, _ = client().images.build(
-            path=str(context_dir),
-            dockerfile=dockerfile,
-            tag=tag,
-            rm=True,
-            forcerm=True,
-            pull=False,
-            platform=platform,
-            buildargs=build_args,
-            labels={LABEL: "image", **labels, **image_labels(store)},
-        )
+        image, _ = client().images.build(**arguments)
     except docker.errors.BuildError as exc:
         tail = "".join(str(item.get("stream", item.get("error", ""))) for item in exc.build_log)
         raise EnvironmentFailure(

@@ -33,7 +33,8 @@ if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt "$stamp" ]; then
   # --compile-bytecode (pip compiles by default): with PYTHONDONTWRITEBYTECODE set, as it is
   # in many containers, no process ever writes a .pyc, and each one compiles every module it
   # imports from source: `ageval run` with nothing to do took 1.2 s of CPU, 0.5 s compiled,
-  # and every Ray worker and `ageval` subprocess of the tests paid the same (9 s of setup).
+  # and every Ray worker and `ageval` subprocess of the tests paid the same. Compiling adds
+  # about 9 s to the setup.
   if .venv/bin/python -m pip install -q uv 2>&1 | grep -v '^WARNING: Location' >&2; [ -x .venv/bin/uv ]; then
     .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -e '.[dev,ray]'
   else

@@ -356,11 +356,13 @@ class AttemptContainer:
     def _pause(self) -> bool:
         """Freeze the container's processes; False when the freezer gave up every time."""
         for attempt in range(PAUSE_TRIES):
+            if attempt:
+                time.sleep(0.2 * attempt)
             try:
                 self._container.pause()
                 return True
             except docker.errors.APIError:
-                time.sleep(0.2 * (attempt + 1))
+                pass
         return False
 
     def _copy_directory(self, path: str, destination: Path) -> None:

@@ -27,10 +27,10 @@ from agevalx.hashing import digest_json
 from agevalx.lockfile.node import task_lock
 
 REPOSITORY = "ageval/env"
+SCORING_REPOSITORY = "ageval/scoring"
 VANISHED_CACHE = "unable to find image"
 """The builder's error when the image of a cached step was removed during the build."""
 VANISHED_CACHE_TRIES = 3
-SCORING_REPOSITORY = "ageval/scoring"
 CACHE_LABEL = f"{LABEL}.cache"
 """Labels every image ageval makes with the cache it was made for (`ageval cache gc
 --images` removes only its own cache's images that none of its entries names)."""

@@ -89,7 +89,9 @@ def build(
     The engine's builder reuses the image of a step it built before as that step's cache; an
     image removed meanwhile by another process (`ageval cache gc --images`, another run's
     cleanup) fails the build with "unable to find image": the build is then asked again
-    (`VANISHED_CACHE_TRIES` in all), and builds the vanished step afresh."""
+    (`VANISHED_CACHE_TRIES` in all), and builds the vanished step afresh. Only the builder's
+    error is read, not the build's output; a failing `RUN` whose own command text holds those
+    words is built 3 times, never more."""
     arguments: dict[str, Any] = {
         "path": str(context_dir),
         "dockerfile": dockerfile,
@@ -105,7 +107,8 @@ def build(
         try:
             return _build_once(arguments, display)
         except EnvironmentFailure as exc:
-            if VANISHED_CACHE not in f"{exc.message} {exc.hint or ''}":
+            # the builder's error only: the hint is the build's output, which the task writes
+            if VANISHED_CACHE not in exc.message:
                 raise
     return _build_once(arguments, display)
 

@@ -37,21 +37,24 @@ echo "== import cycles (every import, lazy and type-only ones too)"
 # (no integration test uses it), collects in 4.4 s of CPU where the whole tests/ took 9.5 s;
 # six workers collect.
 integration=(tests/integration -p no:hypothesispytest)
+# Each pytest run's temporary folder (every test's cache among them) lies under one folder of
+# this run's, so that the images made for those caches can be removed at the end (below).
+suite_tmp=$(mktemp -d /tmp/ageval-suite.XXXXXX)
 echo "== integration tests"
 parallel=0
 .venv/bin/pytest -q -m "not unit and not serial" -n 4 --dist loadfile --durations=15 \
-  "${integration[@]}" || parallel=$?
+  --basetemp "$suite_tmp/parallel" "${integration[@]}" || parallel=$?
 # The unit tests (no engine) run beside the serial phase, whose files mostly wait (on Ray, on
 # pi's model turns) and whose length the cluster file sets: beside it they took 8 s from the
 # run where before it they took 80. Both serial files passed beside a machine at 100% (the
 # whole suite on six workers), so the unit tests' load is no risk to them.
 echo "== integration tests that change engine-wide state, and beside them the unit tests"
 unit_log=$(mktemp)
-.venv/bin/pytest -q -m unit -n 2 >"$unit_log" 2>&1 &
+.venv/bin/pytest -q -m unit -n 2 --basetemp "$suite_tmp/unit" >"$unit_log" 2>&1 &
 unit_tests=$!
 serial=0
 .venv/bin/pytest -q -m "not unit and serial" -n 2 --dist loadfile --durations=10 \
-  "${integration[@]}" || serial=$?
+  --basetemp "$suite_tmp/serial" "${integration[@]}" || serial=$?
 unit=0
 wait "$unit_tests" || unit=$?
 echo "== unit tests"
@@ -60,6 +63,16 @@ wait "$harbor_install" || true
 echo "== the background install of harbor said: $(cat "$harbor_log")"
 wait "$bundles_build" || true
 echo "== the background build of the agents' bundles said: $(cat "$bundles_log")"
+# The images made for the tests' caches (attempts' commits and task images, build steps
+# included: about 3,600 after one run) are removed once the suite has reported, in the
+# background (a minute of the engine's time), then the temporary folders, unless a test failed
+# (they stay for its post-mortem, as pytest's own do).
+images_log=/tmp/ageval-suite-images.log
+keep=0
+if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ] || [ "$unit" -ne 0 ]; then keep=1; fi
+echo "== the images the tests made are being removed in the background (log: $images_log)"
+setsid nohup bash -c '.venv/bin/python -m agevalx.testing.images "$1" && [ "$2" = 0 ] &&
+  rm -rf "$1"' remove-images "$suite_tmp" "$keep" >"$images_log" 2>&1 </dev/null &
 if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ] || [ "$unit" -ne 0 ]; then
   echo "tests failed (parallel phase: exit $parallel, serial phase: exit $serial," \
     "unit tests: exit $unit)" >&2

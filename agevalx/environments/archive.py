@@ -38,10 +38,12 @@ def tar_files(files: dict[str, tuple[bytes, int]]) -> bytes:
     return buffer.getvalue()
 
 
-def tar_directories(paths: Iterable[str]) -> bytes:
+def tar_directories(paths: Iterable[str], trees: Iterable[tuple[Path, str]] = ()) -> bytes:
     """A tar that makes the absolute directories `paths` and their parents when extracted at
-    `/` (root's, mode 0755, modified now: what `mkdir -p` as root makes). A directory that
-    exists already takes that owner, mode and time."""
+    `/` (root's, mode 0755, modified now: what `mkdir -p` as root makes), then holds each host
+    directory of `trees` at its absolute container path, as `tar_directory` does (after the
+    directories, so a tree may lie under one of them). A directory that exists already takes
+    that owner, mode and time."""
     buffer = io.BytesIO()
     now = time.time()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -55,6 +57,8 @@ def tar_directories(paths: Iterable[str]) -> bytes:
                 info = tarfile.TarInfo(str(directory))
                 info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
                 archive.addfile(info)
+        for source, destination in trees:
+            archive.add(source, arcname=destination.strip("/"), recursive=True)
     return buffer.getvalue()
 
 

@@ -90,6 +90,10 @@ class ContainerSpec:
     (one copy in, or one exec where the image runs as another user than root); off for a
     container whose commands make what they need themselves (a container with a `user`
     always gets them, owned by that user)."""
+    seed: tuple[tuple[str, str], ...] = ()
+    """Host directories copied in as the container starts (host path, container path; the
+    container path's parent must exist or be an attempt directory): in the same copy as the
+    attempt directories where those are one copy, else one copy each after them."""
     hardened: bool = False
     """No capabilities, no privilege gain (setuid), a read-only root filesystem (with
     `tmpfs_mb`, /tmp is writable) and at most `HARDENED_PIDS` processes: for a container that
@@ -196,23 +200,31 @@ class AttemptContainer:
                 "environment_start_failed", f"cannot start the container: {exc.explanation}"
             ) from None
         started = cls(container, spec.image)
-        if not (spec.attempt_dirs or spec.user):
-            return started
         try:
-            if not spec.user and _image_runs_as_root(spec.image):
-                # One copy in, where an exec would start a process in the container. It sets
-                # the owner and mode of a directory the image has already: only where the
-                # image's processes run as root, whom neither concerns.
-                started.put_archive("/", tar_directories((WORKSPACE, HOME, PRIVATE)))
-            else:
-                setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
-                if spec.user:
-                    setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"
-                started.root_exec(setup)
+            started._make_attempt_dirs(spec)
         except BaseException:
             started.remove()
             raise
         return started
+
+    def _make_attempt_dirs(self, spec: ContainerSpec) -> None:
+        """The attempt directories (see `ContainerSpec.attempt_dirs`), then the spec's seed."""
+        seed = [(Path(source), destination) for source, destination in spec.seed]
+        if not (spec.attempt_dirs or spec.user):
+            pass
+        elif not spec.user and _image_runs_as_root(spec.image):
+            # One copy in, where an exec would start a process in the container. It sets the
+            # owner and mode of a directory the image has already: only where the image's
+            # processes run as root, whom neither concerns. The seed rides in the same copy.
+            self.put_archive("/", tar_directories((WORKSPACE, HOME, PRIVATE), trees=seed))
+            return
+        else:
+            setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
+            if spec.user:
+                setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"
+            self.root_exec(setup)
+        for source, destination in seed:
+            self.put_directory(source, destination)
 
     def root_exec(self, command: str) -> None:
         """A setup command run as root from `/`; failing is an environment failure."""

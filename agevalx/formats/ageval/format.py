@@ -124,9 +124,12 @@ class AgevalRuntime(TaskRuntime):
     """An ageval task's hooks."""
 
     def container_spec(self, base: ContainerSpec) -> ContainerSpec:
+        from agevalx.environments.container import WORKSPACE
+
         parameters = self.lock.task.parameters
         options = self.lock.binding.environment_options
         cap_add, environment = unlocked_settings(self.task_dir, self.dataset.profiles_path())
+        data = self.task_dir / "data"
         return dataclasses.replace(
             base,
             network_mode=parameters.get("network_mode") or options.get("network_mode"),
@@ -135,6 +138,8 @@ class AgevalRuntime(TaskRuntime):
             gpus=parameters.get("gpus"),
             cap_add=cap_add,
             environment=tuple(environment.items()),
+            # data/ into the workspace as the container starts (in its first copy)
+            seed=((str(data), f"{WORKSPACE}/data"),) if data.is_dir() else (),
         )
 
     def compose_file(self) -> Path | None:
@@ -148,14 +153,12 @@ class AgevalRuntime(TaskRuntime):
         return [*super().secret_values(), *environment.values()]
 
     def prepare(self, environment: AttemptEnvironment, workdir: str, deadline: float) -> None:
-        """data/ into the workspace, then environment/setup.sh."""
+        """environment/setup.sh (data/ is in the workspace already: `container_spec`)."""
         from agevalx.environments.attempt import remaining
-        from agevalx.environments.container import PRIVATE, WORKSPACE
+        from agevalx.environments.container import PRIVATE
         from agevalx.environments.engine import EnvironmentFailure
 
         container = environment.container
-        if (self.task_dir / "data").is_dir():
-            container.put_directory(self.task_dir / "data", f"{WORKSPACE}/data")
         setup = self.task_dir / "environment" / "setup.sh"
         if not setup.is_file():
             return

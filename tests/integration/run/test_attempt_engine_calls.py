@@ -25,7 +25,7 @@ from agevalx.environments.container import (
 )
 from agevalx.environments.engine import client
 from agevalx.evaluation.runtime import runner_imports
-from tests.integration.run.test_run_oracle import RUNCASES, run_json
+from tests.integration.run.test_run_oracle import ROOT, RUNCASES, run_json
 
 pytestmark = pytest.mark.integration
 
@@ -40,6 +40,8 @@ def engine_events(started: float, kind: str, **filters: str) -> list[dict[str, A
             filters={"type": kind, **filters},
         )
     )
+
+DEMO = ROOT / "examples/datasets/minimal-demo"
 
 
 def session_events(started: float) -> collections.Counter[str]:
@@ -107,6 +109,26 @@ def test_the_final_snapshot_sees_what_run_py_did_after_the_last_checkpoint(
     files = final_workspace(_isolated_cache, document["results"][0]["attempt_id"])
     # run.py's exec after the third invocation's checkpoint is in the final snapshot
     assert files["after-invocations.txt"] == b"0\n1\n2\n", files
+
+
+def test_a_tasks_data_comes_in_the_copy_that_makes_the_attempt_directories(
+    copy_dataset, capsys, _isolated_cache: Path
+) -> None:
+    dataset = copy_dataset(DEMO)
+    task = "terminal-jsonl-agg"
+    run_json(capsys, str(dataset), "--task", task)  # the image
+    started = math.ceil(time.time())
+    time.sleep(started - time.time() + 0.05)
+    code, document = run_json(capsys, str(dataset), "--task", task, "--fresh")
+    (result,) = document["results"]
+    assert code == 0 and result["status"] == "PASS", document
+    events = session_events(started)
+    # the attempt directories with data/ in them; the scripted agent's files; the
+    # evaluator's files (data/ was a copy of its own before)
+    assert events["extract-to-dir"] == 3, events
+    files = final_workspace(_isolated_cache, result["attempt_id"])
+    source = dataset / "tasks" / task / "data" / "events.jsonl"
+    assert files["data/events.jsonl"] == source.read_bytes()
 
 
 def test_the_attempt_directories_keep_what_an_image_of_another_user_made(

@@ -34,12 +34,14 @@ class Images:
 
     def commit(self, cache: Path, parent: str = BASE) -> str:
         container = client().containers.create(parent, ["sh", "-c", f"echo {self.salt}"])
-        self.containers.append(container)
-        image = container.commit(
-            repository="ageval-test/suite-images",
-            tag=f"{self.salt}-{len(self.made)}",
-            conf={"Labels": {CACHE_LABEL: str(cache.resolve())}},
-        )
+        try:
+            image = container.commit(
+                repository="ageval-test/suite-images",
+                tag=f"{self.salt}-{len(self.made)}",
+                conf={"Labels": {CACHE_LABEL: str(cache.resolve())}},
+            )
+        finally:
+            container.remove(force=True)
         self.made.append(str(image.id))
         return str(image.id)
 

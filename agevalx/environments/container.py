@@ -210,15 +210,13 @@ class AttemptContainer:
     def _make_attempt_dirs(self, spec: ContainerSpec) -> None:
         """The attempt directories (see `ContainerSpec.attempt_dirs`), then the spec's seed."""
         seed = [(Path(source), destination) for source, destination in spec.seed]
-        if not (spec.attempt_dirs or spec.user):
-            pass
-        elif not spec.user and _image_runs_as_root(spec.image):
-            # One copy in, where an exec would start a process in the container. It sets the
-            # owner and mode of a directory the image has already: only where the image's
-            # processes run as root, whom neither concerns. The seed rides in the same copy.
-            self.put_archive("/", tar_directories((WORKSPACE, HOME, PRIVATE), trees=seed))
-            return
-        else:
+        if spec.attempt_dirs or spec.user:
+            if not spec.user and _image_runs_as_root(spec.image):
+                # One copy in, where an exec would start a process in the container. It sets
+                # the owner and mode of a directory the image has already: only where the
+                # image's processes run as root, whom neither concerns. The seed rides along.
+                self.put_archive("/", tar_directories((WORKSPACE, HOME, PRIVATE), trees=seed))
+                return
             setup = f"mkdir -p {WORKSPACE} {HOME} {PRIVATE}"
             if spec.user:
                 setup += f" && chown -R {shlex.quote(spec.user)} {WORKSPACE} {HOME}"

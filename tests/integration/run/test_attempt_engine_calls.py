@@ -41,6 +41,7 @@ def engine_events(started: float, kind: str, **filters: str) -> list[dict[str, A
         )
     )
 
+
 DEMO = ROOT / "examples/datasets/minimal-demo"
 
 

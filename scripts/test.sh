@@ -63,10 +63,10 @@ wait "$harbor_install" || true
 echo "== the background install of harbor said: $(cat "$harbor_log")"
 wait "$bundles_build" || true
 echo "== the background build of the agents' bundles said: $(cat "$bundles_log")"
-# The images made for the tests' caches (attempts' commits and task images, build steps
-# included: about 3,600 after one run) are removed once the suite has reported, in the
-# background (a minute of the engine's time), then the temporary folders, unless a test failed
-# (they stay for its post-mortem, as pytest's own do).
+# The images made for the tests' caches (attempts' commits and task images: about 1,600 after
+# one run, build steps included) are removed once the suite has reported, in the background
+# (6 s), then the temporary folders, unless a test failed (they stay for its post-mortem, as
+# pytest's own do).
 images_log=/tmp/ageval-suite-images.log
 keep=0
 if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ] || [ "$unit" -ne 0 ]; then keep=1; fi

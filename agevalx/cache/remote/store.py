@@ -665,6 +665,10 @@ def _open_filesystem(url: str, options: dict[str, Any]) -> tuple[Any, str]:
             field="url",
             hint="use a URL such as s3://bucket/prefix or file:///absolute/path",
         ) from exc
+    if protocol == "s3":
+        from agevalx.cache.remote.s3session import share_loader
+
+        share_loader(fs)
     return fs, str(root).rstrip("/")
 
 

@@ -29,9 +29,21 @@ def test_two_s3_remotes_have_sessions_of_their_own_over_one_loader() -> None:
         second.close()
 
 
-def test_a_remotes_session_options_reach_its_own_session() -> None:
+def test_a_remote_with_session_options_makes_its_own_session_as_s3fs_does() -> None:
     store = RemoteStore("s3://bucket", options={**OPTIONS, "profile": "ageval-test-profile"})
     try:
-        assert store.fs.session.profile == "ageval-test-profile"
+        assert store.fs.session is None
+        assert store.fs.kwargs == {"profile": "ageval-test-profile"}
+    finally:
+        store.close()
+
+
+def test_a_profile_botocore_refuses_is_left_for_the_connection_to_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_PROFILE", "ageval-no-such-profile")
+    store = RemoteStore("s3://bucket", options=OPTIONS)
+    try:
+        assert store.fs.session is None
     finally:
         store.close()

@@ -3,7 +3,8 @@ in a fresh interpreter and by an integration test in a real `ageval run`)."""
 
 from __future__ import annotations
 
-NOT_FOR_AN_ORACLE_RUN = ("acp", "aiohttp", "rich")
+NOT_FOR_AN_ORACLE_RUN = ("acp", "aiohttp", "rich", "networkx")
+"""networkx: the planner's own graph serves planning and executing a run (`graph.dag`)."""
 AGEVALX_NOT_FOR_AN_ORACLE_RUN = (
     "agevalx.agents.acp.executor",
     "agevalx.formats.harbor.format",

@@ -50,7 +50,7 @@ class ExecutionContext:
 
     def parent_results(self, node: Node) -> list[ActionManifest]:
         with self.lock:
-            return [self.results[p] for p in self.plan.graph.predecessors(node.id)]
+            return [self.results[p] for p in self.plan.parents(node.id)]
 
     def parent_result(self, node: Node, kind: str) -> ActionManifest:
         """The finished parent of `kind`; a missing one is a coded failure of `node`."""

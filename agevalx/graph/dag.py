@@ -23,6 +23,8 @@ class NodeGraph:
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
         self.children: dict[str, dict[str, None]] = {}
+        self._parents: dict[str, list[str]] | None = None
+        """Each node's parents, made from `children` on first use (see `parents`)."""
 
     def __contains__(self, name: object) -> bool:
         return name in self.nodes
@@ -30,10 +32,23 @@ class NodeGraph:
     def add(self, node: Node) -> None:
         self.nodes[node.id] = node
         self.children.setdefault(node.id, {})
+        self._parents = None
 
     def link(self, parent: str, child: str) -> None:
         """An edge between two added nodes (adding it again changes nothing)."""
         self.children[parent][child] = None
+        self._parents = None
+
+    def parents(self, name: str) -> list[str]:
+        """The parents of `name` in networkx's order for the same graph (as they were added);
+        the index of every node's parents is made once, by the first call after a change."""
+        if self._parents is None:
+            index: dict[str, list[str]] = {node: [] for node in self.nodes}
+            for parent, children in self.children.items():
+                for child in children:
+                    index[child].append(parent)
+            self._parents = index
+        return list(self._parents[name])
 
     def edges(self) -> Iterator[tuple[str, str]]:
         """Every edge, in networkx's order: by parent as added, then by child as linked."""

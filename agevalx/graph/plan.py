@@ -109,6 +109,19 @@ class Plan:
         graph: nx.DiGraph | None = self.__dict__.get("graph")
         return graph
 
+    def node_ids(self) -> list[str]:
+        """Every node's id, in the order the nodes were added."""
+        graph = self._built()
+        return list(self.dag.nodes) if graph is None else list(graph.nodes)
+
+    def parents(self, name: str) -> list[str]:
+        """The parents of node `name`, in networkx's order, without making the networkx graph
+        when it was not made (executing a node reads its parents' results)."""
+        graph = self._built()
+        if graph is None:
+            return self.dag.parents(name)
+        return list(graph.predecessors(name))
+
     def nodes(self) -> list[Node]:
         """Every node in topological order (networkx's)."""
         graph = self._built()

@@ -108,7 +108,7 @@ def attempt_result(
     failures of its earlier tries) become the result's `tries`. Every error carries its
     class from the failure catalogue."""
     nodes = attempt_nodes(plan, task_id, attempt)
-    scoring = [plan.node(name) for name in plan.graph.predecessors(nodes[3].id)]
+    scoring = [plan.node(name) for name in plan.parents(nodes[3].id)]
     lock = planned_lock(plan, task_id)
     run, evaluate = actions.get(nodes[2].id), actions.get(nodes[3].id)
     roles = lock.binding.roles
@@ -319,7 +319,7 @@ def execute_summary(node: Node, context: ExecutionContext) -> NodeResult:
     """The summary node: metrics over every attempt of the job, stored as summary.json."""
     plan = context.plan
     pairs = attempts_of(plan)
-    outcomes = dict.fromkeys(plan.graph.nodes, "reused")
+    outcomes = dict.fromkeys(plan.node_ids(), "reused")
     results = [
         attempt_result(plan, context.store, task, attempt, context.results, outcomes, {})
         for task, attempt in pairs

@@ -193,6 +193,34 @@ def test_the_plan_lists_nodes_and_edges_in_networkx_order(dataset: Path, store: 
     assert planned.graph.nodes["lock:alpha"]["node"] is planned.node("lock:alpha")
 
 
+def test_parents_are_networkxs_predecessors_before_and_after_the_graph_is_made(
+    dataset: Path, store: CacheStore
+) -> None:
+    planned = plan(PlanRequest(dataset=dataset, k=2), store)
+    names = planned.node_ids()
+    before = {name: planned.parents(name) for name in names}
+    graph = planned.dag.to_networkx()
+    assert before == {name: list(graph.predecessors(name)) for name in names}
+    assert names == list(graph.nodes)
+    assert any(len(parents) > 1 for parents in before.values())  # the summary's, at least
+    planned.graph.add_edge("lock:alpha", "summary:job")  # once made, networkx's is the plan
+    assert planned.parents("summary:job")[-1] == "lock:alpha"
+
+
+def test_a_node_linked_after_a_parents_lookup_is_seen_by_the_next() -> None:
+    from agevalx.graph.dag import NodeGraph
+    from agevalx.graph.nodes import Node
+
+    graph = NodeGraph()
+    for name in ("a", "b", "c"):
+        graph.add(Node(id=name, kind="lock", key=name, inputs={}, parents={}, status="miss"))
+    graph.link("b", "c")
+    assert graph.parents("c") == ["b"]
+    graph.link("a", "c")  # a was added first: networkx lists it first
+    assert graph.parents("c") == ["a", "b"]
+    assert graph.parents("a") == []
+
+
 def test_an_entry_two_tasks_share_is_looked_up_once(
     dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

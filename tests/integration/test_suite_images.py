@@ -16,7 +16,7 @@ from typing import Any
 import docker
 import pytest
 
-from agevalx.environments.engine import client
+from agevalx.environments.engine import client, image_exists
 from agevalx.images.build import CACHE_LABEL
 
 pytestmark = pytest.mark.integration
@@ -51,14 +51,6 @@ class Images:
         return container
 
 
-def _exists(image: str) -> bool:
-    try:
-        client().images.get(image)
-    except docker.errors.ImageNotFound:
-        return False
-    return True
-
-
 @pytest.fixture
 def images(docker_engine: object) -> Iterator[Images]:
     made = Images()
@@ -91,8 +83,8 @@ def test_removes_the_images_of_caches_under_the_root_and_nothing_else(
 
     assert finished.returncode == 0, finished.stderr
     assert json.loads(finished.stdout) == {"found": 3, "removed": 2, "kept": 1}
-    assert not _exists(attempt) and not _exists(task)
-    assert _exists(used) and _exists(elsewhere) and _exists(sibling)
+    assert not image_exists(attempt) and not image_exists(task)
+    assert image_exists(used) and image_exists(elsewhere) and image_exists(sibling)
 
 
 def test_an_unreachable_engine_is_a_coded_error_without_a_traceback(tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ def _show(request: PlanRequest, cache_dir: Any, *, as_json: bool) -> None:
         table.add_column(column)
     for node in nodes:
         status = "[green]hit[/]" if node.status == "hit" else "[yellow]miss[/]"
-        parents = ", ".join(planned.graph.predecessors(node.id))
+        parents = ", ".join(planned.parents(node.id))
         table.add_row(node.id, status, node.key, parents)
     stdout.print(table)
     hits = sum(1 for node in nodes if node.status == "hit")

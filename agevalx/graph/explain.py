@@ -63,8 +63,8 @@ def explain(plan: Plan, name: str) -> dict[str, Any]:
     report["reason"] = "inputs changed"
     report["changes"] = diff_inputs(last.get("inputs", {}), node.inputs)
     parents = []
-    for parent in plan.graph.predecessors(name):
-        parent_node = plan.graph.nodes[parent]["node"]
+    for parent in plan.parents(name):
+        parent_node = plan.node(parent)
         old_keys = last.get("parents", {}).get(parent_node.kind, [])
         if parent_node.key not in old_keys:
             parents.append(explain(plan, parent))

@@ -72,7 +72,7 @@ def job_graph(
             kind=node.kind,
             key=node.key,
             status=node.status,
-            parents=sorted(planned.graph.predecessors(node.id)),
+            parents=sorted(planned.parents(node.id)),
             job_key=recorded.get(node.id, (None, None))[0],
             job_outcome=recorded.get(node.id, (None, None))[1],
             explanation=explain(planned, node.id) if node.status == "miss" else None,

@@ -32,6 +32,12 @@ from agevalx.graph.rules import Rule, load_rules
 
 Outcome = Literal["reused", "computed", "failed", "blocked", "skipped"]
 
+WAKE_UP = 0.25
+"""Seconds the scheduler's thread waits for a finished node before it waits again. Ctrl-C
+reaches it only when it runs Python code: the kernel may deliver the SIGINT to any thread of
+the process (a worker's), and then a wait of the main thread for the next finished node, an
+attempt running for minutes, would not end early; it would only end with that node."""
+
 
 @dataclass
 class NodeReport:
@@ -282,7 +288,7 @@ class _Scheduler:
     def run(self) -> None:
         self.start_ready()
         while self.running:
-            done = [self.done.get()]
+            done = [self.next_done()]
             while True:  # and every other future finished by now
                 try:
                     done.append(self.done.get_nowait())
@@ -291,6 +297,15 @@ class _Scheduler:
             for future in done:
                 self.collect(future)
             self.start_ready()
+
+    def next_done(self) -> Future[ActionManifest]:
+        """The next finished node's future, waiting in slices of `WAKE_UP` so that a Ctrl-C
+        is raised here within one (see `WAKE_UP`)."""
+        while True:
+            try:
+                return self.done.get(timeout=WAKE_UP)
+            except Empty:
+                continue
 
 
 def execute(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -296,3 +297,38 @@ def test_admission_is_decided_when_a_worker_is_free_for_the_node(
     runs = {item.node.id: item.outcome for item in report.nodes if item.node.kind == "run"}
     assert sorted(runs.values()).count("computed") == 1
     assert sorted(runs.values()).count("skipped") == len(runs) - 1
+
+
+def test_ctrl_c_delivered_to_a_worker_thread_interrupts_a_running_job(
+    dataset: Path, store: CacheStore
+) -> None:
+    """The kernel may hand a process's SIGINT to any of its threads. Sent to a worker's
+    thread, while the main thread waits for a node that runs for minutes, it still raises
+    KeyboardInterrupt in the main thread at once, not when that node ends: on_interrupt runs,
+    and the running node is still running."""
+    assert threading.current_thread() is threading.main_thread(), "signals need the main thread"
+    released, running, sent = threading.Event(), threading.Event(), threading.Lock()
+    interrupted: list[bool] = []
+
+    class Blocking(Recorder):
+        def __call__(self, node: Node, context: ExecutionContext) -> NodeResult:
+            if node.kind == "run" and sent.acquire(blocking=False):  # one node, one SIGINT
+                running.set()
+                signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this thread
+                released.wait(30)
+                running.clear()
+            return super().__call__(node, context)
+
+    def on_interrupt() -> None:
+        interrupted.append(running.is_set())
+        released.set()
+
+    planned = plan(PlanRequest(dataset=dataset, k=1), store)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with substituted(Blocking().executors()), pytest.raises(KeyboardInterrupt):
+            execute(planned, store, workers=2, on_interrupt=on_interrupt)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        released.set()
+    assert interrupted == [True], "the interrupt waited for the running node to end"

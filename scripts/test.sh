@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Set everything up and run the whole test suite: lint, types, unit tests, then the
-# integration tests against a real Docker engine (started here when none is running).
+# Set everything up and run the whole test suite: the integration tests against a real Docker
+# engine (started here when none is running), then, beside the last of them, the unit tests,
+# lint, types and import cycles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-docker.sh
 # The parity tests need the real harbor (a venv of its own, minutes of pip): it installs in
-# the background while lint, types and unit tests run; a test that needs it waits on its lock.
+# the background while the first integration tests run; a test that needs it waits on its lock.
 harbor_log=$(mktemp)
 .venv/bin/python -m agevalx.testing.harbor >"$harbor_log" 2>&1 &
 harbor_install=$!
@@ -16,13 +17,6 @@ bundles_log=$(mktemp)
 .venv/bin/ageval agents build --all >"$bundles_log" 2>&1 &
 bundles_build=$!
 echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset} (the venv is compiled either way)"
-echo "== ruff"
-.venv/bin/ruff check agevalx tests benchmarks
-.venv/bin/ruff format --check agevalx tests benchmarks
-echo "== mypy"
-.venv/bin/mypy
-echo "== import cycles (every import, lazy and type-only ones too)"
-.venv/bin/python scripts/import_cycles.py --all
 # Four workers, one test file each at a time (the longest files first), each under an owner
 # scope of its own (see tests/integration/conftest.py), so tests that kill ageval and resume
 # it run here too, and each test counts and removes only what it made (salted images, its own
@@ -48,10 +42,29 @@ parallel=0
 # pi's model turns) and whose length the cluster file sets: beside it they took 8 s from the
 # run where before it they took 80. Both serial files passed beside a machine at 100% (the
 # whole suite on six workers), so the unit tests' load is no risk to them.
+# Lint, types and import cycles (about 15 s of one core) follow the unit tests there too:
+# before the integration tests they were 15 s of the run's length; beside the serial phase,
+# whose last minutes leave a core idle, they cost none. A finding fails the run all the same.
 echo "== integration tests that change engine-wide state, and beside them the unit tests"
+echo "   then lint and types"
 unit_log=$(mktemp)
 .venv/bin/pytest -q -m unit -n 2 --basetemp "$suite_tmp/unit" >"$unit_log" 2>&1 &
 unit_tests=$!
+checks_log=$(mktemp)
+(
+  status=0
+  wait_for() { while kill -0 "$1" 2>/dev/null; do sleep 1; done; }
+  wait_for "$unit_tests"
+  echo "== ruff"
+  .venv/bin/ruff check agevalx tests benchmarks || status=1
+  .venv/bin/ruff format --check agevalx tests benchmarks || status=1
+  echo "== mypy"
+  .venv/bin/mypy || status=1
+  echo "== import cycles (every import, lazy and type-only ones too)"
+  .venv/bin/python scripts/import_cycles.py --all || status=1
+  exit "$status"
+) >"$checks_log" 2>&1 &
+checks=$!
 serial=0
 .venv/bin/pytest -q -m "not unit and serial" -n 2 --dist loadfile --durations=10 \
   --basetemp "$suite_tmp/serial" "${integration[@]}" || serial=$?
@@ -59,6 +72,9 @@ unit=0
 wait "$unit_tests" || unit=$?
 echo "== unit tests"
 cat "$unit_log"
+lint=0
+wait "$checks" || lint=$?
+cat "$checks_log"
 wait "$harbor_install" || true
 echo "== the background install of harbor said: $(cat "$harbor_log")"
 wait "$bundles_build" || true
@@ -68,13 +84,14 @@ echo "== the background build of the agents' bundles said: $(cat "$bundles_log")
 # (6 s), then the temporary folders, unless a test failed (they stay for its post-mortem, as
 # pytest's own do).
 images_log=/tmp/ageval-suite-images.log
-keep=0
-if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ] || [ "$unit" -ne 0 ]; then keep=1; fi
+failed=0
+for phase in "$parallel" "$serial" "$unit" "$lint"; do [ "$phase" -eq 0 ] || failed=1; done
+keep=$failed
 echo "== the images the tests made are being removed in the background (log: $images_log)"
 setsid nohup bash -c '.venv/bin/python -m agevalx.testing.images "$1" && [ "$2" = 0 ] &&
   rm -rf "$1"' remove-images "$suite_tmp" "$keep" >"$images_log" 2>&1 </dev/null &
-if [ "$parallel" -ne 0 ] || [ "$serial" -ne 0 ] || [ "$unit" -ne 0 ]; then
+if [ "$failed" -ne 0 ]; then
   echo "tests failed (parallel phase: exit $parallel, serial phase: exit $serial," \
-    "unit tests: exit $unit)" >&2
+    "unit tests: exit $unit, lint and types: exit $lint)" >&2
   exit 1
 fi

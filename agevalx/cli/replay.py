@@ -74,9 +74,11 @@ def replay(
     With `--model-traffic`, the agent itself is re-run and the model gateway serves it the
     source's recorded responses in order, matched by a digest of each request's body.
     """
+    from agevalx.graph.plan import plans_once
     from agevalx.lockfile import BindingRequest
     from agevalx.operations.replay import replay as replay_attempt
 
+    plans_once()  # one plan, then the command ends: see plans_once
     given = agent is not None or model is not None or profiles is not None
     binding = BindingRequest(agent=agent, model=model, profiles=profiles) if given else None
     settings = harbor_options(job_config, env_params, None, None, execution_params, dataset_name)

@@ -310,10 +310,13 @@ def run(
 
     Exit codes: 0 every attempt completed (PASS or FAIL), 1 an attempt is ERROR, 2 usage error.
     """
+    from agevalx.graph.plan import plans_once
     from agevalx.lockfile import BindingRequest
     from agevalx.operations.job import JobLimits
     from agevalx.operations.request import RunRequest
     from agevalx.operations.run import run as run_attempts
+
+    plans_once()  # one plan, then the command ends: see plans_once
 
     harbor = harbor_options(
         job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name

@@ -39,6 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 from agevalx.cache.statcache import RACY_WINDOW_NS
 from agevalx.fsutil import STATE_DIR, FileState, atomic_write, file_state
 from agevalx.graph.execute import NodeReport
+from agevalx.graph.plan import collector_paused
 from agevalx.results.models import AttemptResult
 
 STAMP_DIR = f"{STATE_DIR}/stamps"
@@ -159,7 +160,8 @@ def current_results(dataset_root: Path, stamp: Stamp) -> list[AttemptResult] | N
                 return None
             if info.st_mtime_ns >= trusted_before or info.st_ctime_ns >= trusted_before:
                 return None
-        results = _RESULTS.validate_json(path.with_suffix(".results.json").read_bytes())
+        with collector_paused():  # thousands of results, kept for the rest of the command
+            results = _RESULTS.validate_json(path.with_suffix(".results.json").read_bytes())
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
         return None
     if tuple(result.attempt_id for result in results) != stamp.attempt_ids:

@@ -518,16 +518,17 @@ class _Collector:
 
 
 def plans_once() -> None:
-    """Declare this process a command that plans once and ends (`ageval run`, `replay`,
-    `graph show`): from now on, leaving `collector_paused` moves every object alive out of
-    the cycle collector's sight (`gc.freeze`) before collections resume. The plan lives as
-    long as such a command, so walking it again is all a later collection would do with it:
-    the two full collections of a no-op run of 1,000 tasks x k=3 (just after its plan and
-    just after its 3,000 results were read, 130 ms each) were a fifth of the whole command.
-    Freezing frees nothing less: a frozen object still goes when its last reference does,
-    and planning makes no cyclic garbage (`tests/unit/graph/test_collector.py`). A process
-    that plans again and again (the viewer, a program using ageval's API) does not call
-    this, so nothing of its own is frozen."""
+    """Declare this process a command that plans once and ends (`ageval run`, `replay`;
+    `graph show` keeps the collector paused until it has printed): from now on, leaving
+    `collector_paused` moves every object alive out of the cycle collector's sight
+    (`gc.freeze`) before collections resume. The plan lives as long as such a command, so
+    walking it again is all a later collection would do with it: the two full collections of
+    a no-op run of 1,000 tasks x k=3 (just after its plan and just after its 3,000 results
+    were read, 130 ms each) were a fifth of the whole command. Freezing frees nothing less: a
+    frozen object still goes when its last reference does, and planning makes no cyclic
+    garbage (`tests/unit/graph/test_collector.py`). A process that plans again and again (the
+    viewer, a program using ageval's API) does not call this, so nothing of its own is
+    frozen."""
     _Collector.freeze = True
 
 

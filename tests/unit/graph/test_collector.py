@@ -20,8 +20,10 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture
 def collector() -> Iterator[None]:
-    """The collector as the test found it, and nothing left frozen or flagged."""
+    """No command's flag from an earlier test (a CLI test's `ageval run` in this process sets
+    it); afterwards the collector as the test found it, and nothing left frozen or flagged."""
     enabled = gc.isenabled()
+    plan_module._Collector.freeze = False
     yield
     plan_module._Collector.freeze = False
     gc.unfreeze()

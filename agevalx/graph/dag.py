@@ -25,6 +25,9 @@ class NodeGraph:
         self.children: dict[str, dict[str, None]] = {}
         self._parents: dict[str, list[str]] | None = None
         """Each node's parents, made from `children` on first use (see `parents`)."""
+        self._order: list[Node] | None = None
+        """`topological`'s order, made by its first call after a change (a run asks for it
+        about eight times: 10 ms each for 8,001 nodes)."""
 
     def __contains__(self, name: object) -> bool:
         return name in self.nodes
@@ -32,12 +35,12 @@ class NodeGraph:
     def add(self, node: Node) -> None:
         self.nodes[node.id] = node
         self.children.setdefault(node.id, {})
-        self._parents = None
+        self._parents = self._order = None
 
     def link(self, parent: str, child: str) -> None:
         """An edge between two added nodes (adding it again changes nothing)."""
         self.children[parent][child] = None
-        self._parents = None
+        self._parents = self._order = None
 
     def parents(self, name: str) -> list[str]:
         """The parents of `name` in networkx's order for the same graph (as they were added);
@@ -59,7 +62,12 @@ class NodeGraph:
     def topological(self) -> list[Node]:
         """The nodes in the order `networkx.topological_sort` gives for the same graph: by
         generation (a node after all its parents), each generation in the order its nodes
-        became ready."""
+        became ready. Made once per change of the graph; each call gets its own list."""
+        if self._order is None:
+            self._order = self._sorted()
+        return list(self._order)
+
+    def _sorted(self) -> list[Node]:
         waiting: dict[str, int] = {}
         for children in self.children.values():
             for child in children:

@@ -221,6 +221,25 @@ def test_a_node_linked_after_a_parents_lookup_is_seen_by_the_next() -> None:
     assert graph.parents("a") == []
 
 
+def test_the_topological_order_follows_a_node_linked_or_added_after_it_was_asked() -> None:
+    from agevalx.graph.dag import NodeGraph
+    from agevalx.graph.nodes import Node
+
+    def node(name: str) -> Node:
+        return Node(id=name, kind="lock", key=name, inputs={}, parents={}, status="miss")
+
+    graph = NodeGraph()
+    for name in ("a", "b", "c"):
+        graph.add(node(name))
+    assert [n.id for n in graph.topological()] == ["a", "b", "c"]
+    graph.link("c", "a")
+    assert [n.id for n in graph.topological()] == ["b", "c", "a"]
+    graph.add(node("d"))
+    listed = graph.topological()
+    listed.clear()  # each call's list is the caller's own
+    assert [n.id for n in graph.topological()] == ["b", "c", "d", "a"]
+
+
 def test_an_entry_two_tasks_share_is_looked_up_once(
     dataset: Path, store: CacheStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

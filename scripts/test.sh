@@ -86,10 +86,9 @@ echo "== the background build of the agents' bundles said: $(cat "$bundles_log")
 images_log=/tmp/ageval-suite-images.log
 failed=0
 for phase in "$parallel" "$serial" "$unit" "$lint"; do [ "$phase" -eq 0 ] || failed=1; done
-keep=$failed
 echo "== the images the tests made are being removed in the background (log: $images_log)"
 setsid nohup bash -c '.venv/bin/python -m agevalx.testing.images "$1" && [ "$2" = 0 ] &&
-  rm -rf "$1"' remove-images "$suite_tmp" "$keep" >"$images_log" 2>&1 </dev/null &
+  rm -rf "$1"' remove-images "$suite_tmp" "$failed" >"$images_log" 2>&1 </dev/null &
 if [ "$failed" -ne 0 ]; then
   echo "tests failed (parallel phase: exit $parallel, serial phase: exit $serial," \
     "unit tests: exit $unit, lint and types: exit $lint)" >&2

@@ -212,7 +212,7 @@ def dead_here(labels: Mapping[str, str] | None) -> bool:
 class ReapReport(BaseModel):
     """What one reaping removed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     containers: list[str] = []
     """Names of the containers removed."""

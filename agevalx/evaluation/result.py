@@ -20,7 +20,7 @@ OUTPUT_TAIL = 4000
 class EvaluationError(BaseModel):
     """Why an evaluation has no PASS/FAIL/DONE status."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: str
     """The exception class or error code (`evaluate_timeout`, `verifier_failed`, ...)."""
@@ -34,7 +34,7 @@ class EvaluationError(BaseModel):
 class EvaluationResult(BaseModel):
     """What scoring one run produced (the evaluate node's `result` blob)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     status: Literal["PASS", "FAIL", "DONE", "ERROR"]
     """PASS/FAIL from the evaluator; DONE: scored without a pass/fail result; ERROR."""

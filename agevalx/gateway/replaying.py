@@ -52,7 +52,7 @@ SHOWN_CHARACTERS = 120
 class ModelDivergence(BaseModel):
     """The first model request of a replay that the recording does not answer."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     code: Literal["model_traffic_diverged", "model_traffic_exhausted"]
     """`model_traffic_diverged`: the request differs from the recorded one at its place;

@@ -34,7 +34,7 @@ REFERENCE_FIELDS = ("committed_image", "committed_image_id", "reference", "image
 class OrphanImage(BaseModel):
     """An image no entry of the cache names."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     id: str
     """The image id."""
@@ -47,7 +47,7 @@ class OrphanImage(BaseModel):
 class ImageGcReport(BaseModel):
     """Orphaned images found, and whether they were removed."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     orphaned: list[OrphanImage] = []
     """This cache's images that no entry names and no live process is making."""

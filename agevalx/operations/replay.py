@@ -95,7 +95,7 @@ class RecordedCommand:
 class Divergence(BaseModel):
     """The first step whose replay differs from the recording."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     step: int
     """Index of the step in the replay (0-based)."""
@@ -116,7 +116,7 @@ class Divergence(BaseModel):
 class ReplayReport(BaseModel):
     """`replay.json`."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     format: Literal["ageval.replay/1"] = "ageval.replay/1"
     """Format version."""

@@ -72,7 +72,7 @@ def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> No
 class CutPoint(BaseModel):
     """One checkpoint of a run stage."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     seq: int
     """The checkpoint record's position in activity.jsonl (what --checkpoint takes)."""

@@ -16,7 +16,7 @@ FORMATS: tuple[ReportFormat, ...] = REPORT_FORMATS
 
 
 class ReportModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class AttemptRef(ReportModel):
@@ -24,7 +24,6 @@ class AttemptRef(ReportModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         frozen=True,
         validate_by_name=True,
         validate_by_alias=True,

@@ -22,7 +22,7 @@ several keys, or verification disabled)."""
 
 
 class ResultModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 Stage = Literal["environment", "run", "evaluate"]
@@ -33,7 +33,6 @@ class _Classified(ResultModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        use_attribute_docstrings=True,
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
@@ -241,7 +240,7 @@ class JobSummary(ResultModel):
     name (`Dataset.summary_sections`; each format's docs describe its section).
     """
 
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow")
 
     format: Literal["ageval.summary/1"] = "ageval.summary/1"
     """Format version."""

@@ -22,7 +22,7 @@ FINISHED = ("reused", "computed")
 class JobRecord(BaseModel):
     """What one `ageval run` produced, as the views it wrote (a blob named by a job ref)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     format: Literal["ageval.job/1"] = "ageval.job/1"
     """Format version."""

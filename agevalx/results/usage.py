@@ -14,7 +14,7 @@ Cost = float | Literal["unknown"]
 class ModelUsage(BaseModel):
     """Model traffic through the gateway: one role of one attempt, or a sum of them."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     requests: int = 0
     """Model requests relayed."""

@@ -36,7 +36,7 @@ OUTPUT_KEEP = 64 * 1024
 class ActivityRecord(BaseModel):
     """One line of activity.jsonl."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     seq: int = Field(ge=0)
     """Position in the journal, from 0."""

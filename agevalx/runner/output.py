@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class CollectFailure(BaseModel):
     """The first `evaluation.collect` entry that could not be collected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     code: str
     """`collect_command_failed`, `collect_timeout`, `collect_path_missing`,
@@ -31,7 +31,7 @@ class CollectFailure(BaseModel):
 class RunOutput(BaseModel):
     """A finished run stage (the run node's action meta)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     attempt_id: str
     """The attempt's id (`<task>-<attempt>-<run key prefix>`)."""

@@ -36,7 +36,7 @@ RUN_STEPS = ("invocation", "exec", "file_write")
 class AttemptRecord(BaseModel):
     """`attempt.json`: who is running an attempt, with which configuration, since when."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     attempt_id: str
     """The attempt."""

@@ -23,7 +23,7 @@ from agevalx.results.models import AttemptResult
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class HarborTaskMetrics(_Model):

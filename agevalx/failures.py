@@ -146,6 +146,7 @@ _TASK = {
     "invalid_dataset_id": "dataset_id is not a valid id",
     "invalid_evaluation": "the task's evaluator wrote a result that breaks its format",
     "invalid_format": "a config file breaks its format",
+    "invalid_engine_timeout": "AGEVAL_ENGINE_TIMEOUT is not a number of seconds above 0",
     "invalid_job_limit": "--max-cost or --max-tokens is not more than 0",
     "invalid_k": "-k is below 1",
     "invalid_overlay_path": "an overlay path is not inside overlays/",
@@ -345,6 +346,8 @@ def is_infrastructure(code: str) -> bool:
 
 SPEND_LIMIT = "job_limit_reached"
 """The infrastructure code of attempts the job's spend limit stopped: shown on its own line."""
+ENGINE_UNAVAILABLE = "engine_unavailable"
+"""The Docker engine did not answer a call in time: the job starts nothing more on it."""
 
 
 def infrastructure_lines(codes: Iterable[str], *, counted: bool = False) -> list[str]:

@@ -8,6 +8,11 @@ continuing a job whose process was killed.
   job's spend limit stopped.
 - `admission`: once the job's budget (`gateway.budget`) reaches a limit, no new attempt
   starts; its nodes end `skipped` and the job's recap counts them as not run.
+- `EngineWatch`: once a node failed because the Docker engine did not answer a call within
+  the client's timeout (`engine_unavailable`), the job starts nothing more that needs the
+  engine, and retries none of it: a stuck engine would hold each of them as long again. Those
+  nodes end `skipped` with the same code; the same command, run again once the engine
+  answers, continues the attempts and reuses what finished.
 - `continue_interrupted`: re-running the command of a job whose process died (kill -9, a
   reboot) resumes every attempt that process left unfinished from its last checkpoint, as
   `--resume` does for one attempt; sealed attempts are reused from the cache as always.
@@ -19,10 +24,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from agevalx.cache.manifest import ActionManifest
 from agevalx.errors import AgevalError
-from agevalx.failures import is_infrastructure
+from agevalx.failures import ENGINE_UNAVAILABLE, is_infrastructure
 from agevalx.gateway.budget import JOB_LIMIT, JobBudget
-from agevalx.graph.context import Admit, Retry
+from agevalx.graph.context import Admit, Dispatch, ExecutionContext, Retry
 from agevalx.graph.nodes import Node
 from agevalx.graph.plan import Plan
 from agevalx.results.paths import attempt_dir, attempt_id
@@ -31,6 +37,9 @@ from agevalx.runner.recovery import process_alive, read_attempt
 DEFAULT_RETRY_INFRA = 2
 NOT_RETRIED = frozenset({"lock", "summary"})
 """Node kinds never computed again: a lock failure is the configuration's."""
+OFF_ENGINE = frozenset({"lock", "summary", "leaderboard"})
+"""Node kinds computed on this machine alone: they still run once the engine stopped
+answering."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +59,59 @@ class JobLimits:
         return JobBudget(max_cost=self.max_cost, max_tokens=self.max_tokens)
 
 
-def retry_policy(limit: int, *, resume: bool = True) -> Retry:
+@dataclass
+class EngineWatch:
+    """Whether a node of the job found the Docker engine not answering (see the module)."""
+
+    stopped: AgevalError | None = None
+    """The first such failure."""
+
+    def saw(self, error: AgevalError) -> bool:
+        """Note `error`; whether it says the engine stopped answering (itself, or an error
+        it was made from: a step may report a failed call under a code of its own)."""
+        found: BaseException | None = error
+        for _ in range(8):
+            if found is None or getattr(found, "code", None) == ENGINE_UNAVAILABLE:
+                break
+            found = found.__cause__ or found.__context__
+        if not isinstance(found, AgevalError):
+            return False
+        if self.stopped is None:
+            self.stopped = found
+        return True
+
+    def watching(self, dispatch: Dispatch) -> Dispatch:
+        """`dispatch`, noting its failures as they happen, in the worker: the next node a
+        freed worker takes is held already, before the scheduler hears of the failure."""
+
+        def watched(node: Node, context: ExecutionContext) -> ActionManifest:
+            try:
+                return dispatch(node, context)
+            except AgevalError as exc:
+                self.saw(exc)
+                raise
+
+        return watched
+
+    def holds(self, node: Node) -> AgevalError | None:
+        """The error that keeps `node` from starting, if the engine stopped answering."""
+        if self.stopped is None or node.kind in OFF_ENGINE:
+            return None
+        return AgevalError(
+            ENGINE_UNAVAILABLE,
+            f"not started: the Docker engine stopped answering ({self.stopped.message})",
+            hint=self.stopped.hint,
+        )
+
+
+def retry_policy(limit: int, *, resume: bool = True, watch: EngineWatch | None = None) -> Retry:
     """Compute a node again after an infrastructure failure, at most `limit` more times; a
-    run node from its last checkpoint (`resume`; a cluster's workers start it afresh)."""
+    run node from its last checkpoint (`resume`; a cluster's workers start it afresh). With
+    `watch`, a node that found the engine not answering is not computed again."""
 
     def retry(node: Node, error: AgevalError, tries: int) -> bool:
+        if watch is not None and watch.saw(error):
+            return False
         if tries > limit or node.kind in NOT_RETRIED or error.code == JOB_LIMIT:
             return False
         if not is_infrastructure(error.code):
@@ -66,10 +123,14 @@ def retry_policy(limit: int, *, resume: bool = True) -> Retry:
     return retry
 
 
-def admission(budget: JobBudget) -> Admit:
-    """Hold back every attempt that would start after the budget reached a limit."""
+def admission(budget: JobBudget, watch: EngineWatch | None = None) -> Admit:
+    """Hold back every attempt that would start after the budget reached a limit, and (with
+    `watch`) every node that needs the engine once it stopped answering."""
 
     def admit(node: Node) -> AgevalError | None:
+        held = watch.holds(node) if watch is not None else None
+        if held is not None:
+            return held
         reached = budget.reached
         if node.kind != "run" or reached is None:
             return None

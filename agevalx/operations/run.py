@@ -25,6 +25,7 @@ from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
 from agevalx.fsutil import atomic_write, write_if_changed
 from agevalx.gateway.budget import JOB_LIMIT, JobBudget
+from agevalx.graph.context import Dispatch
 from agevalx.graph.execute import ExecutionReport, NodeReport, execute, run_node
 from agevalx.graph.journal import record
 from agevalx.graph.nodes import Node
@@ -32,7 +33,7 @@ from agevalx.graph.plan import Plan
 from agevalx.hashing import digest_bytes, digest_json
 from agevalx.images.build import revalidate_images
 from agevalx.lockfile.node import write_lock_view
-from agevalx.operations.job import admission, continue_interrupted, retry_policy
+from agevalx.operations.job import EngineWatch, admission, continue_interrupted, retry_policy
 from agevalx.operations.lineage import fork_branch, record_branch
 from agevalx.operations.lintgate import lint_before_run
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
@@ -389,6 +390,13 @@ def _execute_in(
     interrupted: Callable[[], None],
 ) -> ExecutionReport:
     cluster = callbacks.cluster
+    dispatch: Dispatch
+    watch: EngineWatch | None = None
+    if cluster is not None:  # its nodes run on its workers' engines: one stuck is that worker's
+        dispatch = cluster
+    else:
+        watch = EngineWatch()
+        dispatch = watch.watching(run_node)
     reopen_session()
     try:
         report = execute(
@@ -398,9 +406,9 @@ def _execute_in(
             on_progress=progressed,
             on_interrupt=interrupted,
             on_start=callbacks.on_start,
-            dispatch=cluster or run_node,
-            retry=retry_policy(request.limits.retry_infra, resume=cluster is None),
-            admit=admission(callbacks.budget),
+            dispatch=dispatch,
+            retry=retry_policy(request.limits.retry_infra, resume=cluster is None, watch=watch),
+            admit=admission(callbacks.budget, watch),
         )
         if cluster is not None:  # the result files read what the workers computed
             cluster.settle()

@@ -11,7 +11,9 @@ served per conversation. The faulty job meets:
   of a scoring container while it runs, and `kill -9` of ageval twice, the same command run
   again after each.
 
-A fault-free job of the same seeded dataset runs first. The tests then prove what issue 26
+A fault-free job of the same seeded dataset runs at the same time, beside it (each job is
+one ageval process with a mock and a cache of its own; their attempts differ, since their
+profiles name different mocks). The tests then prove what issue 26
 asks: every attempt ends exactly once; no attempt's status is changed by the faults; every
 fault is an infrastructure retry; pass@k equals the fault-free job's; nothing is left on the
 engine; the gateway's concurrency fell on the 429s and recovered.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -80,13 +83,17 @@ def _job(root: Path, mock: Any, salt: str, faults: list[dict[str, Any]] | None =
 def soak(tmp_path_factory: pytest.TempPathFactory, docker_engine: object) -> Iterator[Soak]:
     ensure_built("pi")
     salt = uuid.uuid4().hex
-    with MockLLM(SCRIPT, per_conversation=True) as mock:
-        clean = _job(tmp_path_factory.mktemp("soak-clean"), mock, salt).run()
     faults = default_faults(TASKS * K)
-    with MockLLM(SCRIPT, per_conversation=True) as mock:
+    with (
+        MockLLM(SCRIPT, per_conversation=True) as clean_mock,
+        MockLLM(SCRIPT, per_conversation=True) as mock,
+        ThreadPoolExecutor(max_workers=1) as beside,
+    ):
+        clean_job = _job(tmp_path_factory.mktemp("soak-clean"), clean_mock, salt)
         job = _job(tmp_path_factory.mktemp("soak-faulty"), mock, salt, faults)
+        clean_run = beside.submit(clean_job.run)
         faulty = job.run_with_faults()
-        yield Soak(clean, faulty, mock)
+        yield Soak(clean_run.result(), faulty, mock)
 
 
 def _tries(outcome: SoakOutcome) -> list[dict[str, Any]]:

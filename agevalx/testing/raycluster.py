@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -82,6 +83,56 @@ def free_ports(count: int, taken: set[int] | None = None) -> list[int]:
     return ports
 
 
+_PROBE = (
+    "import ray, sys\n"
+    "ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2], logging_level='ERROR')\n"
+    "for _ in sys.stdin:\n"
+    "    print(sum(1 for n in ray.nodes() if n['Alive']), flush=True)\n"
+)
+PROBE_SECONDS = 60.0
+"""How long one count may take (the first one imports Ray and connects)."""
+
+
+class _Probe:
+    """A Python process connected to the cluster as a driver that counts the nodes alive, once
+    per line it reads: Ray is imported and connected once, where a process per count spent
+    1 to 5 s on that each time (six counts were 11 of a 13 s start, quiet machine)."""
+
+    def __init__(self, address: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _PROBE, address, HOST],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+
+    def alive(self) -> int | None:
+        """The nodes alive; None when the probe ended (it could not connect yet) or did not
+        answer within `PROBE_SECONDS` (it is no use then: close it)."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            stdin.write("\n")
+            stdin.flush()
+        except OSError:
+            return None
+        ready, _, _ = select.select([stdout], [], [], PROBE_SECONDS)
+        line = stdout.readline().strip() if ready else ""
+        return int(line) if line.isdigit() else None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+            return
+        self.process.kill()
+        self.process.wait()
+
+
 @dataclass
 class _Node:
     name: str
@@ -103,6 +154,7 @@ class LocalRayCluster:
         self.nodes: dict[str, _Node] = {}
         self._ports: set[int] = set()
         """Every port given to a node of this cluster: each is given once."""
+        self._probe: _Probe | None = None
 
     @property
     def address(self) -> str:
@@ -128,6 +180,14 @@ class LocalRayCluster:
                 f"--resources={resources}",
             ]
             self.add_node(name, worker, env)
+        self.settle()
+
+    def settle(self) -> None:
+        """Disconnect the probe that counts the nodes alive (`wait_for` connects it): call
+        once every node is added, so that no driver but the tests' own stays connected."""
+        if self._probe is not None:
+            self._probe.close()
+            self._probe = None
 
     def add_node(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         """`ray start ARGS --block` with this cluster's own ports (and, for the head, its own
@@ -193,20 +253,13 @@ class LocalRayCluster:
         raise RuntimeError(f"the Ray cluster did not start: {self.log_tail('head')}")
 
     def _alive_count(self) -> int:
-        probe = (
-            "import ray,sys; ray.init(address=sys.argv[1], _node_ip_address=sys.argv[2],"
-            " logging_level='ERROR');"
-            "print(sum(1 for n in ray.nodes() if n['Alive']))"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", probe, self.address, HOST],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        lines = done.stdout.strip().splitlines()
-        return int(lines[-1]) if lines and lines[-1].isdigit() else 0
+        if self._probe is None:
+            self._probe = _Probe(self.address)
+        count = self._probe.alive()
+        if count is None:
+            self.settle()  # the next count starts a new one
+            return 0
+        return count
 
     def client_server_logs(self) -> str:
         """The tails of the head's Ray Client server logs (why a `ray://` session failed)."""
@@ -242,6 +295,7 @@ class LocalRayCluster:
 
     def stop(self) -> None:
         """End every process this cluster started; remove its temp directory."""
+        self.settle()
         for name in reversed(list(self.nodes)):
             self._note_descendants(self.nodes[name])
         for node in self.nodes.values():

@@ -100,6 +100,7 @@ def cluster(walk: Walk, docker_engine: object) -> Iterator[LocalRayCluster]:
                 if words[:2] == ["ray", "start"]:
                     node = "head" if "--head" in words else f"worker-{index}"
                     started.add_node(node, words[2:], env)
+            started.settle()
             assert started.port == walk.port and len(started.nodes) == 3
             yield started
         finally:

@@ -33,13 +33,13 @@ from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client
 from agevalx.environments.owners import OWNER_PID, reap_orphans
 from agevalx.testing.raycluster import LocalRayCluster, free_ports
+from tests.integration.runcases import runcases_job
 from tests.interrupt import sigint_at_default
 
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs/scale-out.md"
-RUNCASES = ROOT / "tests/integration/data/runcases"
 TASKS = {"echo-pass": "echo-pass", "three-steps": "three-steps"}
 COPIES = {"echo-again": "echo-pass", "steps-again": "three-steps"}
 """The job's four tasks: two of the oracle (PASS), two of a scripted agent with checkpoints."""
@@ -125,19 +125,8 @@ def ageval(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[st
 
 
 def job_dataset(target: Path, more: dict[str, str] | None = None) -> Path:
-    """runcases' ageval.yaml and profiles with four tasks (two copies under other ids), and
-    `more` copies (id: source). Keys are made of content, not of task ids, and a job computes
-    each key once: a copy gets a file of its own (copy.txt), so its attempts are its own."""
-    target.mkdir(parents=True)
-    for name in ("ageval.yaml", "profiles.yaml"):
-        shutil.copy(RUNCASES / name, target / name)
-    for task, source in {**TASKS, **COPIES, **(more or {})}.items():
-        shutil.copytree(RUNCASES / "tasks" / source, target / "tasks" / task)
-        spec = target / "tasks" / task / "task.yaml"
-        spec.write_text(spec.read_text().replace(f"task_id: {source}", f"task_id: {task}"))
-        if task != source:
-            (target / "tasks" / task / "copy.txt").write_text(f"{task}\n")
-    return target
+    """The job's four tasks (two copies under other ids), and `more` copies (id: source)."""
+    return runcases_job(target, {**TASKS, **COPIES, **(more or {})})
 
 
 @pytest.fixture(scope="module")

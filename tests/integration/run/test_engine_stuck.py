@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -31,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from agevalx.environments.engine import LABEL, client
+from tests.integration.runcases import runcases_job
 
 pytestmark = pytest.mark.integration
 
 AGEVAL = str(Path(sys.executable).with_name("ageval"))
-RUNCASES = Path(__file__).parents[1] / "data" / "runcases"
 ENGINE_SOCKET = "/var/run/docker.sock"
 START = re.compile(rb"^POST /v[0-9.]+/containers/[^/ ]+/start[ ?]")
 TASKS = ("echo-one", "echo-two", "echo-three")
@@ -112,22 +110,8 @@ class StuckStarts:
 
 
 def dataset(root: Path) -> Path:
-    """runcases' echo-pass three times, salted: its attempts and images are this test's.
-    Keys are made of content, not of task ids: each copy gets a file of its own, so that its
-    attempt is its own."""
-    salt = uuid.uuid4().hex
-    for name in ("ageval.yaml", "profiles.yaml"):
-        root.mkdir(parents=True, exist_ok=True)
-        shutil.copy(RUNCASES / name, root / name)
-    for task in TASKS:
-        target = root / "tasks" / task
-        shutil.copytree(RUNCASES / "tasks" / "echo-pass", target)
-        spec = yaml.safe_load((target / "task.yaml").read_text())
-        spec["task_id"] = task
-        spec["parameters"]["salt"] = salt
-        (target / "task.yaml").write_text(yaml.safe_dump(spec))
-        (target / "copy.txt").write_text(f"{task}\n")
-    return root
+    """runcases' echo-pass three times, salted: its attempts and images are this test's."""
+    return runcases_job(root, dict.fromkeys(TASKS, "echo-pass"), salt=uuid.uuid4().hex)
 
 
 def run(root: Path, cache: Path, env: dict[str, str], *extra: str) -> tuple[int, Any, str, float]:

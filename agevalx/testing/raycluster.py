@@ -126,11 +126,11 @@ class _Probe:
         with contextlib.suppress(OSError):
             if self.process.stdin is not None:
                 self.process.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        try:
             self.process.wait(timeout=10)
-            return
-        self.process.kill()
-        self.process.wait()
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 @dataclass

@@ -21,7 +21,11 @@ The stamp is an accelerator, never part of a key, and safe to delete. A state is
 only when the path last changed at least `RACY_WINDOW_NS` before the stamp was recorded
 (git's "racily clean" rule): a file changed again within the clock tick it was written in
 keeps its mtime, but no path keeps its ctime, and no archive or copy can set a ctime, so a
-dataset cannot ship a stamp that vouches for its own files.
+dataset cannot ship a stamp that vouches for its own files. Nor can it ship one that claims
+to be recorded later than it was: a stamp recorded in the future, or whose own file changed
+more than `RACY_WINDOW_NS` before the moment it says it was recorded (a copy made earlier),
+vouches for nothing. The results file carries its digest in the stamp, so it cannot be
+edited or replaced alone.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from agevalx.graph.plan import collector_paused
 from agevalx.results.models import AttemptResult
 
 STAMP_DIR = f"{STATE_DIR}/stamps"
-STAMP_FORMAT = 1
+STAMP_FORMAT = 2
 """Raised when what the views hold, or how they are written, changes."""
 
 _RESULTS = TypeAdapter(list[AttemptResult])
@@ -124,15 +128,17 @@ def write_stamp(
                 states[str(path.relative_to(base))] = file_state(os.lstat(path))
             except OSError:
                 continue
+        # The results are checked by the same model as result.json, parsed from JSON bytes.
+        written = _RESULTS.dump_json(results)
         document = {
             "format": STAMP_FORMAT,
             "digest": stamp.digest,
             "recorded_ns": recorded_ns,
+            "results": hashlib.sha256(written).hexdigest(),
             "states": states,
         }
         path = stamp_path(dataset_root, stamp.summary_key)
-        # The results are checked by the same model as result.json, parsed from JSON bytes.
-        atomic_write(path.with_suffix(".results.json"), _RESULTS.dump_json(results))
+        atomic_write(path.with_suffix(".results.json"), written)
         atomic_write(path, json.dumps(document, separators=(",", ":")).encode())
     except (OSError, ValueError):
         return
@@ -142,10 +148,15 @@ def current_results(dataset_root: Path, stamp: Stamp) -> list[AttemptResult] | N
     """The results the stamp holds when the views it recorded are current, else None."""
     try:
         path = stamp_path(dataset_root, stamp.summary_key)
-        document = json.loads(path.read_bytes())
+        with open(path, "rb") as file:
+            made_ns = os.fstat(file.fileno()).st_ctime_ns
+            document = json.loads(file.read())
         if document.get("format") != STAMP_FORMAT or document.get("digest") != stamp.digest:
             return None
-        trusted_before = int(document["recorded_ns"]) - RACY_WINDOW_NS
+        recorded_ns = int(document["recorded_ns"])
+        if recorded_ns > time.time_ns() or made_ns < recorded_ns - RACY_WINDOW_NS:
+            return None  # a stamp from the future, or a copy older than its own recording
+        trusted_before = recorded_ns - RACY_WINDOW_NS
         states = document["states"]
         # A stamp vouches for every attempt's result.json, or for nothing (one that names no
         # path would otherwise match any tree).
@@ -160,8 +171,11 @@ def current_results(dataset_root: Path, stamp: Stamp) -> list[AttemptResult] | N
                 return None
             if info.st_mtime_ns >= trusted_before or info.st_ctime_ns >= trusted_before:
                 return None
+        written = path.with_suffix(".results.json").read_bytes()
+        if hashlib.sha256(written).hexdigest() != document["results"]:
+            return None
         with collector_paused():  # thousands of results, kept for the rest of the command
-            results = _RESULTS.validate_json(path.with_suffix(".results.json").read_bytes())
+            results = _RESULTS.validate_json(written)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
         return None
     if tuple(result.attempt_id for result in results) != stamp.attempt_ids:

@@ -150,3 +150,42 @@ def test_the_digest_covers_keys_and_outputs_and_refuses_what_ran() -> None:
     assert views_digest([other], ["t-0"], {"root": "/d"}) != base  # type: ignore[list-item]
     for ran in (report("computed"), report("failed"), report(retried="lost"), report(tries=[1])):
         assert views_digest([ran], ["t-0"], {"root": "/d"}) is None  # type: ignore[list-item]
+
+
+def _rewrite(root: Path, **fields: object) -> None:
+    path = stamp_path(root, KEY)
+    document = json.loads(path.read_bytes())
+    document.update(fields)
+    path.write_text(json.dumps(document))
+
+
+def test_a_stamp_recorded_in_the_future_vouches_for_nothing(
+    views: tuple[Path, list[Path]],
+) -> None:
+    root, paths = views
+    stamp(root, paths)
+    _rewrite(root, recorded_ns=time.time_ns() + 3600 * 1_000_000_000)
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
+
+
+def test_a_stamp_file_older_than_its_recording_vouches_for_nothing(
+    views: tuple[Path, list[Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dataset shipping a stamp that says it was recorded after the dataset was unpacked
+    (so that the unpacked files' ctimes would look old enough): its own file is older."""
+    root, paths = views
+    stamp(root, paths)
+    made = os.lstat(stamp_path(root, KEY)).st_ctime_ns
+    _rewrite(root, recorded_ns=made + 60 * 1_000_000_000)
+    later = made + 120 * 1_000_000_000
+    monkeypatch.setattr(viewstamp.time, "time_ns", lambda: later)
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None
+
+
+def test_results_replaced_beside_their_stamp_are_refused(views: tuple[Path, list[Path]]) -> None:
+    root, paths = views
+    results = stamp(root, paths)
+    forged = [results[0].model_copy(update={"status": "FAIL", "score": 0.0}), results[1]]
+    replaced = viewstamp._RESULTS.dump_json(forged)
+    stamp_path(root, KEY).with_suffix(".results.json").write_bytes(replaced)
+    assert current_results(root, Stamp(KEY, "d1", ATTEMPTS)) is None

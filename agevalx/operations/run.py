@@ -33,7 +33,13 @@ from agevalx.graph.plan import Plan
 from agevalx.hashing import digest_bytes, digest_json
 from agevalx.images.build import revalidate_images
 from agevalx.lockfile.node import write_lock_view
-from agevalx.operations.job import EngineWatch, admission, continue_interrupted, retry_policy
+from agevalx.operations.job import (
+    OFF_ENGINE,
+    EngineWatch,
+    admission,
+    continue_interrupted,
+    retry_policy,
+)
 from agevalx.operations.lineage import fork_branch, record_branch
 from agevalx.operations.lintgate import lint_before_run
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
@@ -151,10 +157,9 @@ def run(
         adopting(resumed_container(request) if request.resume else None),
         _cluster(request, store) as cluster,
     ):
-        reaped = reap_orphans()
         callbacks = _Callbacks(on_progress, on_start, on_plan, cluster, budget)
         outcome = _run(request, store, attempts, callbacks)
-    outcome.reaped = reaped
+    outcome.reaped = callbacks.reaped[0] if callbacks.reaped else ReapReport()
     outcome.budget = budget
     outcome.job_ref = _file_job(outcome, store)
     if isinstance(store, LayeredStore):
@@ -287,6 +292,9 @@ class _Callbacks:
     budget: JobBudget = field(default_factory=JobBudget)
     gateway: list[dict[str, Any]] = field(default_factory=list)
     """The gateway's concurrency figures per upstream, read as the job's execution ended."""
+    reaped: list[ReapReport] = field(default_factory=list)
+    """What the run's orphan reap removed: done once, before the first execution that needs
+    the engine (none when every node the engine would compute is reused)."""
 
 
 @contextmanager
@@ -327,7 +335,11 @@ def _execute(
 ) -> ExecutionReport:
     if callbacks.cluster is not None:
         _check_clusterable(dataset_of(planned))
-    revalidate_images(planned)
+    engine = callbacks.cluster is not None or _needs_engine(planned, request)
+    if engine:
+        if not callbacks.reaped:  # once per run (the `pass` strategy executes in rounds)
+            callbacks.reaped.append(reap_orphans())
+        revalidate_images(planned)
     if callbacks.on_plan is not None:
         callbacks.on_plan(planned)
     workers = request.workers or dataset_of(planned).max_concurrent_tasks
@@ -356,14 +368,37 @@ def _execute(
             callbacks.on_progress(report)
 
     with contextlib.ExitStack() as stack:
-        if cluster is None and _uses_model(planned):
+        if cluster is None and engine and _uses_model(planned):
             # One gateway for the whole execution: its concurrency per upstream is learned
             # once, and its figures are read before it stops.
             from agevalx.gateway.server import shared_gateway
 
             gateway = stack.enter_context(shared_gateway())
             stack.callback(lambda: callbacks.gateway.extend(_figures(gateway)))
+        if not engine:  # every node is reused, or computed on this machine alone
+            retry = retry_policy(request.limits.retry_infra, resume=True)
+            return execute(
+                planned,
+                store,
+                workers=workers,
+                on_progress=progressed,
+                on_start=callbacks.on_start,
+                retry=retry,
+            )
         return _execute_in(planned, store, request, callbacks, workers, progressed, interrupted)
+
+
+def _needs_engine(planned: Plan, request: RunRequest) -> bool:
+    """Whether executing the plan may ask the Docker engine for anything: a node it computes
+    there, or a resume. A job whose every such node is reused (make's no-op) does not: its
+    images are not asked after, nothing is reaped, no container is started or listed, and it
+    reports from the cache with no engine running."""
+    if request.resume:
+        return True
+    return any(
+        node.kind not in OFF_ENGINE and (node.status != "hit" or node.action is None)
+        for node in planned.nodes()
+    )
 
 
 def _figures(gateway: Gateway) -> list[dict[str, Any]]:

@@ -4,6 +4,9 @@ view edited or deleted since is written again all the same."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +83,28 @@ def test_a_noop_run_trusts_its_stamp_until_a_view_changes(
         for name in ("result.json", "activity.jsonl"):
             assert (runs / attempt / name).read_bytes() == views[attempt, name]
     assert stamps(dataset) != stamped
+
+
+def test_a_job_of_reused_nodes_reports_with_no_engine_and_one_with_work_asks_for_it(
+    copy_dataset, capsys, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = copy_dataset(RUNCASES)
+    assert run_json(capsys, dataset)["counts"]["computed"] > 0
+    reused = run_json(capsys, dataset)
+
+    # The same job in a process whose engine does not exist: nothing to compute, so it
+    # neither reaps nor asks after its images; it reports the cached results.
+    no_engine = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    same = [sys.executable, "-m", "agevalx", "run", str(dataset), "--task", "echo-pass"]
+    done = subprocess.run([*same, "-k", "2", "--json"], env=no_engine, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+    document = json.loads(done.stdout)
+    assert document["counts"]["computed"] == 0 and document["counts"]["failed"] == 0
+    assert document["results"] == reused["results"]
+    assert document["reaped"] == {"containers": [], "networks": [], "owners": [], "volumes": []}
+
+    # One more attempt is work for the engine: the same process is refused, with its code.
+    more = subprocess.run([*same, "-k", "3", "--json"], env=no_engine, capture_output=True)
+    assert more.returncode == 1, more.stdout.decode()
+    refused = json.loads(more.stdout)
+    assert refused["error"]["code"] == "docker_unavailable", refused

@@ -19,11 +19,13 @@ The agent's own process is not counted.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import io
 import os
 import posixpath
 import shutil
 import tarfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -40,8 +42,11 @@ _ANNOUNCE_PID = 'echo "ageval-pid $$"; '
 _KILL_GROUP = 'kill -s "$2" -- "-$1" 2>/dev/null || kill -s "$2" -- "$1" 2>/dev/null; true'
 _HAS_BASH = "command -v bash >/dev/null 2>&1"
 
-_SHELLS: dict[str, str] = {}
-"""The shell found in the containers of each image, by the image's name."""
+_SHELLS: dict[str, concurrent.futures.Future[str | None]] = {}
+"""The shell found in the containers of each image, by the image's name: its probe's future,
+which attempts starting at once on threads of their own (each with its event loop) share.
+None: that probe failed, and whoever waited on it asks its own container."""
+_SHELLS_LOCK = threading.Lock()
 
 COMMAND_TIMEOUT = 60.0
 """Seconds a short helper command (file read or write, kill) may take."""
@@ -196,14 +201,31 @@ class Sandbox(ABC):
 
     async def shell(self, image: str | None = None) -> str:
         """`bash` when the sandbox has it, else `sh`: asked once per process for the
-        containers of one `image` (bench_floor: an exec of about 50 ms an attempt)."""
-        if image is not None and image in _SHELLS:
-            return _SHELLS[image]
-        result = await self.run(["sh", "-c", _HAS_BASH])
-        found = "bash" if result.returncode == 0 else "sh"
-        if image is not None:
-            _SHELLS[image] = found
+        containers of one `image` (bench_floor: an exec of about 50 ms an attempt), also when
+        several attempts start at once: the first asks, the others wait for its answer."""
+        if image is None:
+            return await self._probe_shell()
+        with _SHELLS_LOCK:
+            probe = _SHELLS.get(image)
+            asking = probe is None
+            if probe is None:
+                probe = _SHELLS[image] = concurrent.futures.Future()
+        if not asking:
+            answer = await asyncio.wrap_future(probe)
+            return answer if answer is not None else await self._probe_shell()
+        try:
+            found = await self._probe_shell()
+        except BaseException:
+            with _SHELLS_LOCK:
+                del _SHELLS[image]  # the next attempt asks again
+            probe.set_result(None)
+            raise
+        probe.set_result(found)
         return found
+
+    async def _probe_shell(self) -> str:
+        result = await self.run(["sh", "-c", _HAS_BASH])
+        return "bash" if result.returncode == 0 else "sh"
 
     def _wrapped(self, request: LaunchRequest) -> list[str]:
         if not (request.report_pid or request.merge_stderr):

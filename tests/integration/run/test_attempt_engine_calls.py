@@ -6,11 +6,10 @@ Python whose modules come precompiled."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
-import math
-import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,30 +24,24 @@ from agevalx.environments.container import (
 )
 from agevalx.environments.engine import client
 from agevalx.evaluation.runtime import runner_imports
+from tests.integration.engine_events import watching
 from tests.integration.run.test_run_oracle import ROOT, RUNCASES, run_json
 
 pytestmark = pytest.mark.integration
 
 
-def engine_events(started: float, kind: str, **filters: str) -> list[dict[str, Any]]:
-    """The engine's events of `kind` since `started`, in order."""
-    return list(
-        client().events(
-            since=int(started),
-            until=int(time.time()) + 1,
-            decode=True,
-            filters={"type": kind, **filters},
-        )
-    )
-
-
 DEMO = ROOT / "examples/datasets/minimal-demo"
 
 
-def session_events(started: float) -> collections.Counter[str]:
-    """The engine's container events of this process since `started`, by action."""
-    events = engine_events(started, "container", label=f"ageval.session={SESSION}")
-    return collections.Counter(str(event["Action"]).split(":")[0] for event in events)
+@contextlib.contextmanager
+def session_events() -> Iterator[collections.Counter[str]]:
+    """The engine's events of this process's containers while the block runs, by action,
+    counted once it ends. Watched live: a `since=` query gets only the engine's last 256
+    events, so on a busy engine it could miss some, and a count of none would pass."""
+    counted: collections.Counter[str] = collections.Counter()
+    with watching({"type": ["container"], "label": [f"ageval.session={SESSION}"]}) as events:
+        yield counted
+    counted.update(str(event["Action"]).split(":")[0] for event in events)
 
 
 def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
@@ -60,11 +53,9 @@ def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
     monkeypatch.setenv(BUNDLES_ENV, str(bundles))
     dataset = copy_dataset(RUNCASES)
     run_json(capsys, str(dataset), "--task", "echo-pass")  # the image and the runtime
-    started = math.ceil(time.time())  # the engine's event times are whole seconds
-    time.sleep(started - time.time() + 0.05)
-    code, document = run_json(capsys, str(dataset), "--task", "echo-pass", "--fresh")
+    with session_events() as events:
+        code, document = run_json(capsys, str(dataset), "--task", "echo-pass", "--fresh")
     assert code == 0 and document["results"][0]["status"] == "PASS", document
-    events = session_events(started)
     # the attempt container, the scoring container, and the placeholder holding the scoring
     # container's network namespace, started while the run stage ran
     assert events["create"] == 3 and events["destroy"] == 3, events
@@ -118,12 +109,10 @@ def test_a_tasks_data_comes_in_the_copy_that_makes_the_attempt_directories(
     dataset = copy_dataset(DEMO)
     task = "terminal-jsonl-agg"
     run_json(capsys, str(dataset), "--task", task)  # the image
-    started = math.ceil(time.time())
-    time.sleep(started - time.time() + 0.05)
-    code, document = run_json(capsys, str(dataset), "--task", task, "--fresh")
+    with session_events() as events:
+        code, document = run_json(capsys, str(dataset), "--task", task, "--fresh")
     (result,) = document["results"]
     assert code == 0 and result["status"] == "PASS", document
-    events = session_events(started)
     # the attempt directories with data/ in them; the scripted agent's files; the
     # evaluator's files (data/ was a copy of its own before)
     assert events["extract-to-dir"] == 3, events

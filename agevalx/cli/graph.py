@@ -49,6 +49,8 @@ def _request(
     model: Any,
     profiles: Any,
     harbor: FormatOptions | None = None,
+    *,
+    entries: bool = True,
 ) -> PlanRequest:
     from agevalx.lockfile import BindingRequest
     from agevalx.operations.planning import PlanRequest
@@ -59,6 +61,7 @@ def _request(
         k=k,
         binding=BindingRequest(agent=agent, model=model, profiles=profiles),
         harbor=harbor,
+        entries=entries,
     )
 
 
@@ -135,10 +138,10 @@ def show(
     harbor = harbor_options(
         job_config, env_params, primary_metric, attempt_strategy, execution_params, dataset_name
     )
+    # the listing reads no node's entry: a remembered plan leaves them unparsed
+    request = _request(dataset, task, k, agent, model, profiles, harbor, entries=False)
     with collector_paused():
-        _show(
-            _request(dataset, task, k, agent, model, profiles, harbor), cache_dir, as_json=as_json
-        )
+        _show(request, cache_dir, as_json=as_json)
 
 
 def _show(request: PlanRequest, cache_dir: Any, *, as_json: bool) -> None:

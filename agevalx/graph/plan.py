@@ -85,6 +85,11 @@ class GraphRequest:
     """Plan only these attempt indices (a resume); 0..k-1 when None."""
     values: Mapping[str, Any] = field(default_factory=dict)
     """The request inputs rules read (`agent`, `model`, `sample`, `k`, `fork`, ...)."""
+    entries: bool = True
+    """Whether each hit carries its action entry (`Node.action`). A listing of the nodes
+    needs only their keys and statuses: with False, a plan remembered by the plan memo
+    leaves its hits' entries unparsed (`action` None), and a caller that needs one reads it
+    from the store. Not part of what the memo is filed under: the same memo serves both."""
 
 
 @dataclass
@@ -612,7 +617,7 @@ def _remembered(
 
     return Plan(
         dataset=source,
-        dag=stored.graph(),
+        dag=stored.graph(entries=request.entries),
         task_ids=tuple(dict.fromkeys(request.tasks)),
         key_inputs=key_inputs,
     )

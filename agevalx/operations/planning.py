@@ -41,6 +41,8 @@ class PlanRequest:
     """A fork's origin: the source attempt and the checkpoint key it starts from."""
     harbor: FormatOptions | None = None
     """A Harbor run's job config, `--env-params`, primary metric and strategy."""
+    entries: bool = True
+    """Whether the plan's hits carry their action entries (`GraphRequest.entries`)."""
 
 
 def request_values(request: PlanRequest, dataset: Dataset) -> dict[str, Any]:
@@ -111,5 +113,6 @@ def plan(request: PlanRequest, store: CacheStore, dataset: Dataset | None = None
         kinds=request.kinds,
         attempts=request.attempts,
         values=request_values(request, dataset),
+        entries=request.entries,
     )
     return plan_graph(dataset, graph_request, store)

@@ -104,6 +104,21 @@ def test_a_fully_cached_plan_is_remembered_and_equals_a_fresh_one(
     assert len(_memos()) == 2
 
 
+def test_a_listing_of_a_remembered_plan_leaves_its_entries_unparsed(
+    dataset: Path, store: CacheStore, planned: list[int]
+) -> None:
+    _filled(dataset, store)
+    full = plan(PlanRequest(dataset=dataset, k=K), store)
+    before = planned[0]
+    listed = plan(PlanRequest(dataset=dataset, k=K, entries=False), store)
+    assert planned[0] == before, "the same memo serves a listing"
+    assert [node.summary() for node in listed.nodes()] == [node.summary() for node in full.nodes()]
+    assert all(node.status == "hit" and node.action is None for node in listed.nodes())
+    again = plan(PlanRequest(dataset=dataset, k=K), store)  # entries again, from the same memo
+    assert all(node.action is not None for node in again.nodes())
+    assert _shape(again) == _shape(full)
+
+
 def _edit(path: Path) -> Callable[[Path, CacheStore], object]:
     return lambda dataset, store: (dataset / path).write_text(
         (dataset / path).read_text() + "# edited\n"

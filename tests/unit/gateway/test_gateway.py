@@ -150,7 +150,10 @@ def test_an_upstream_that_never_recovers_fails_at_once_with_a_zero_stall(
     assert json.loads(data)["error"]["code"] == "model_upstream_unavailable"
     assert route.stats.failure == "model_upstream_unavailable" and route.stats.retries == 0
     assert bounded.stats.failure == "model_upstream_unavailable"
-    assert 4 <= bounded.stats.retries <= 6 and 0.4 <= took < 3
+    # retried at the 0.1 s interval until the 0.55 s stall was spent: about 5 times, at most
+    # 6; fewer when each try's round trip is slow (3 beside the suite's serial phase), but
+    # more than once, which a 60 s interval would not allow
+    assert 2 <= bounded.stats.retries <= 6 and 0.4 <= took < 3
 
 
 @pytest.mark.unit

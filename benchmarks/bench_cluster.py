@@ -38,6 +38,7 @@ from agevalx.cluster.dispatch import connected
 from agevalx.environments.container import remove_session_containers
 from agevalx.graph.execute import execute
 from agevalx.operations.planning import PlanRequest, plan
+from agevalx.testing.datasets import job_of_tasks
 from agevalx.testing.raycluster import HOST, LocalRayCluster
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,16 +52,7 @@ TASKS = {
 
 
 def make_dataset(target: Path) -> Path:
-    target.mkdir(parents=True)
-    for name in ("ageval.yaml", "profiles.yaml"):
-        shutil.copy(RUNCASES / name, target / name)
-    for task, source in TASKS.items():
-        shutil.copytree(RUNCASES / "tasks" / source, target / "tasks" / task)
-        spec = target / "tasks" / task / "task.yaml"
-        spec.write_text(spec.read_text().replace(f"task_id: {source}", f"task_id: {task}"))
-        if task != source:  # a file of its own: a job computes each key once
-            (target / "tasks" / task / "copy.txt").write_text(f"{task}\n")
-    return target
+    return job_of_tasks(RUNCASES, target, TASKS)
 
 
 def timed_job(dataset: Path, store: CacheStore, k: int, dispatch: object = None) -> float:

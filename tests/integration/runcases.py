@@ -3,33 +3,15 @@ the test's choosing."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
+from agevalx.testing.datasets import job_of_tasks
 
 RUNCASES = Path(__file__).parent / "data" / "runcases"
 
 
 def runcases_job(target: Path, tasks: Mapping[str, str], *, salt: str | None = None) -> Path:
-    """runcases' ageval.yaml and profiles.yaml with `tasks` (id: source task) at `target`.
-
-    Keys are made of content, not of task ids, and a job computes each key once: a task under
-    another id than its source gets a file of its own (copy.txt), so its attempts are its own.
-    `salt` goes into each task's parameters: its attempts and images are then the caller's
-    alone."""
-    target.mkdir(parents=True)
-    for name in ("ageval.yaml", "profiles.yaml"):
-        shutil.copy(RUNCASES / name, target / name)
-    for task, source in tasks.items():
-        shutil.copytree(RUNCASES / "tasks" / source, target / "tasks" / task)
-        spec = target / "tasks" / task / "task.yaml"
-        spec.write_text(spec.read_text().replace(f"task_id: {source}", f"task_id: {task}"))
-        if salt is not None:
-            document = yaml.safe_load(spec.read_text())
-            document.setdefault("parameters", {})["salt"] = salt
-            spec.write_text(yaml.safe_dump(document))
-        if task != source:
-            (target / "tasks" / task / "copy.txt").write_text(f"{task}\n")
-    return target
+    """runcases' tasks under the ids of `tasks` (id: runcases task) at `target`
+    (`agevalx.testing.datasets.job_of_tasks`)."""
+    return job_of_tasks(RUNCASES, target, tasks, salt=salt)

@@ -21,6 +21,10 @@ STATE_DIR = ".ageval"
 """The directory of results, locks and journals beside a dataset."""
 
 
+RACY_WINDOW_NS = 2_000_000_000
+"""How close to a moment a file's change must be to be too close to trust its state then (git's
+"racily clean" files: timestamps are as coarse as the kernel's clock tick)."""
+
 FileState = tuple[int, int, int, int, int]
 """What a witness of a path records (the view stamp, the plan memo): inode, size, mode,
 mtime_ns and ctime_ns. A write changes the ctime, which only root can set back."""

@@ -22,7 +22,11 @@ INSTANCE_FILE = "INSTANCE"
 """A random id made with the cache: a cache removed and made again at the same path is
 another cache (the images labelled for the first are not the second's)."""
 LOCK_FILE = "gc.lock"
-STAT_CACHE_FILE = "statcache.db"
+STAT_CACHE_FILE = "statcache/statcache.db"
+"""The stat cache, in a folder of its own: SQLite makes and removes its -wal and -shm files
+beside it on every open, which would change the cache root's mtime on every run (a no-op
+run's command memo witnesses that root). Caches made before kept it at the root."""
+OLD_STAT_CACHE_FILE = "statcache.db"
 OBJECTS = "objects"
 TREES = "trees"
 ACTIONS = "actions"

@@ -22,6 +22,7 @@ And, per remote, the closures a push found whole there, under the remote's GENER
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -30,7 +31,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-RACY_WINDOW_NS = 2_000_000_000
+from agevalx.fsutil import RACY_WINDOW_NS
+
 TREE_STATES_KEPT = 64
 """Scopes whose last listing is kept; older ones (finished containers) are dropped."""
 PUSHES_KEPT = 256
@@ -78,12 +80,15 @@ class StatCache:
 
     def _connect(self) -> sqlite3.Connection | None:
         try:
+            # not Path.mkdir(exist_ok=True), which stats the folder when it is there
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.path.parent)
             db = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
             db.commit()
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             return None
         return db
 

@@ -149,6 +149,10 @@ class CacheStore:
             ensure_dir(area)
         for name in (layout.ACTIONS, layout.REFS, layout.TMP):
             ensure_dir(self.root / name)
+        moved = self.root / layout.OLD_STAT_CACHE_FILE
+        if moved.exists():  # the stat cache's old place: its digests are made again on use
+            for suffix in ("", "-wal", "-shm"):
+                moved.with_name(moved.name + suffix).unlink(missing_ok=True)
         if found is None:
             write_atomic(self.tmp, version_file, f"{layout.LAYOUT_VERSION}\n".encode())
 

@@ -31,10 +31,8 @@ Why it cannot be forged or go stale:
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 import pickle
-import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -44,11 +42,11 @@ from typing import TYPE_CHECKING, Any
 from agevalx.cache import layout
 from agevalx.cache.location import default_state_dir
 from agevalx.cache.manifest import ActionManifest
-from agevalx.cache.statcache import RACY_WINDOW_NS
-from agevalx.fsutil import FileState, atomic_write, file_state
+from agevalx.fsutil import RACY_WINDOW_NS, FileState, atomic_write, file_state
 from agevalx.graph.dag import NodeGraph
 from agevalx.graph.rules import rules_dir
 from agevalx.hashing import canonical_json
+from agevalx.userkey import signed, user_key, verified
 
 if TYPE_CHECKING:
     from agevalx.cache.store import CacheStore
@@ -56,7 +54,6 @@ if TYPE_CHECKING:
 
 ENV_VAR = "AGEVAL_PLAN_MEMO"
 FORMAT = b"ageval.plan-memo/1\n"
-KEY_BYTES = 32
 KEPT = 16
 """How many memos are kept (the most recently written)."""
 
@@ -131,50 +128,15 @@ def memo_path(identity: Mapping[str, Any]) -> Path:
     return plans_dir() / hashlib.sha256(canonical_json(dict(identity))).hexdigest()[:40]
 
 
-def _key(create: bool) -> bytes | None:
-    """The user's signing key (made on first write); None when it cannot be had."""
-    path = plans_dir() / "key"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            found = os.fstat(fd)
-            key = os.read(fd, KEY_BYTES + 1)
-        finally:
-            os.close(fd)
-        private = stat.S_IMODE(found.st_mode) & 0o077 == 0 and found.st_uid == os.getuid()
-        return key if private and len(key) == KEY_BYTES else None
-    except FileNotFoundError:
-        if not create:
-            return None
-    except OSError:
-        return None
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:  # another process made it meanwhile
-        return _key(create=False)
-    except OSError:
-        return None
-    key = os.urandom(KEY_BYTES)
-    try:
-        os.write(fd, key)
-    finally:
-        os.close(fd)
-    return key
-
-
 def load(identity: Mapping[str, Any]) -> Stored | None:
     """The memo of `identity` if it is there, signed by this user's key and current."""
     try:
         data = memo_path(identity).read_bytes()
     except OSError:
         return None
-    key = _key(create=False)
-    head = len(FORMAT) + hashlib.sha256().digest_size
-    if key is None or len(data) <= head or not data.startswith(FORMAT):
-        return None
-    tag, body = data[len(FORMAT) : head], data[head:]
-    if not hmac.compare_digest(tag, hmac.digest(key, body, "sha256")):
+    key = user_key(create=False)
+    body = None if key is None else verified(key, FORMAT, data)
+    if body is None:
         return None
     try:
         stored = pickle.loads(body)  # signed by this user's ageval: never another's bytes
@@ -191,13 +153,13 @@ def save(identity: Mapping[str, Any], stored: Stored, made_ns: int) -> bool:
     for _, seen in stored.witnesses:
         if seen is not None and max(seen[3], seen[4]) > made_ns - RACY_WINDOW_NS:
             return False
-    key = _key(create=True)
+    key = user_key(create=True)
     if key is None:
         return False
     body = pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL)
     path = memo_path(identity)
     try:
-        atomic_write(path, FORMAT + hmac.digest(key, body, "sha256") + body)
+        atomic_write(path, signed(key, FORMAT, body))
     except OSError:
         return False
     _prune(keep=path)

@@ -40,8 +40,7 @@ from typing import NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
-from agevalx.cache.statcache import RACY_WINDOW_NS
-from agevalx.fsutil import STATE_DIR, FileState, atomic_write, file_state
+from agevalx.fsutil import RACY_WINDOW_NS, STATE_DIR, FileState, atomic_write, file_state
 from agevalx.graph.execute import NodeReport
 from agevalx.graph.plan import collector_paused
 from agevalx.results.models import AttemptResult

@@ -50,11 +50,11 @@ from typing import Any
 from docker.utils.socket import STDOUT, frames_iter
 
 from agevalx.cache.manifest import DIR_MODE, SYMLINK_MODE, TreeEntry, TreeManifest
-from agevalx.cache.statcache import RACY_WINDOW_NS
 from agevalx.cache.store import CacheStore
 from agevalx.environments.archive import ChunkReader
 from agevalx.environments.container import AttemptContainer
 from agevalx.environments.engine import EnvironmentFailure
+from agevalx.fsutil import RACY_WINDOW_NS
 
 FIND_FORMAT = r"%y %D %i %n %s %m %T@ %C@ %P\0%l\0"
 """One entry: type, device, inode, links, size, mode, mtime, ctime, path; then its target."""

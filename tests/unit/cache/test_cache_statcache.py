@@ -11,7 +11,8 @@ import pytest
 
 from agevalx.cache import StatCache, hash_tree
 from agevalx.cache import tree as tree_module
-from agevalx.cache.statcache import RACY_WINDOW_NS
+from agevalx.cache.store import CacheStore
+from agevalx.fsutil import RACY_WINDOW_NS
 
 pytestmark = pytest.mark.unit
 
@@ -128,8 +129,6 @@ def test_same_size_rewrite_in_place_with_its_mtime_restored_is_rehashed(
 
 
 def test_transient_trees_are_neither_looked_up_nor_recorded(tmp_path: Path, files: Path) -> None:
-    from agevalx.cache.store import CacheStore
-
     with CacheStore(tmp_path / "cache") as store:
         store.put_tree(files, transient=True)
         assert all(store.stat_cache.lookup(path.stat()) is None for path in files.rglob("*.txt"))
@@ -167,3 +166,19 @@ def test_lookup_many_answers_each_file_as_lookup_does(files: Path, stat_cache: S
         True,  # unknown.txt
     ]
     assert stat_cache.lookup_many([]) == []
+
+
+def test_the_stat_cache_has_a_folder_and_an_old_one_at_the_root_is_dropped(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "cache"
+    with CacheStore(root):
+        pass
+    for name in ("statcache.db", "statcache.db-wal", "statcache.db-shm"):
+        (root / name).write_bytes(b"a stat cache of an older layout")
+    with CacheStore(root) as store:
+        assert store.stat_cache.path == root / "statcache" / "statcache.db"
+    assert sorted(path.name for path in root.iterdir() if path.name.startswith("statcache")) == [
+        "statcache"
+    ]
+    assert (root / "statcache" / "statcache.db").is_file()

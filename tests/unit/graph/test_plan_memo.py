@@ -22,6 +22,7 @@ from agevalx.graph.registry import substituted
 from agevalx.graph.rules import load_rules
 from agevalx.operations.planning import PlanRequest, plan
 from agevalx.testing.placeholders import RUNNABLE
+from agevalx.userkey import KEY_BYTES
 
 pytestmark = pytest.mark.unit
 
@@ -222,7 +223,7 @@ def _tamper_body(path: Path) -> None:
 def _another_key(path: Path) -> None:
     key = memo.plans_dir() / "key"
     key.unlink()
-    key.write_bytes(os.urandom(memo.KEY_BYTES))
+    key.write_bytes(os.urandom(KEY_BYTES))
     key.chmod(0o600)
 
 

@@ -1,5 +1,5 @@
 """`python -m agevalx`: the `ageval` command, for a Python whose scripts are not on PATH."""
 
-from agevalx.cli import run
+from agevalx.cli import console
 
-run()
+console()

@@ -1,4 +1,5 @@
-"""The `ageval` command line: thin commands that parse, call one library function, render."""
+"""The `ageval` parser: its commands, and `main`, which runs one and turns what it raised into
+an exit code and a coded error (`agevalx.cli.main` is this `main`, behind the command memo)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,3 @@ def main(argv: list[str] | None = None) -> int:
         render_error(error, as_json=as_json)
         return 1
     return result if isinstance(result, int) else 0
-
-
-def run() -> None:
-    sys.exit(main())

@@ -46,6 +46,9 @@ HEAVY_AGEVALX = (
     "agevalx.runner",
     "agevalx.view",
 )
+# Light modules of those packages: the lazy package itself, and where the cache and state
+# folders are (a few lines of os.environ), which the command memo needs.
+LIGHT_AGEVALX = ("agevalx.cache", "agevalx.cache.location")
 
 # typer builds a command's parameters with pydantic (typer._adapters) when the command is
 # parsed, so a subcommand's --help loads pydantic whatever ageval imports.
@@ -54,7 +57,9 @@ TYPER_NEEDS = ("pydantic", "pydantic_core")
 PROBE = """
 import contextlib, io, json, sys
 snapshots = {}
-import agevalx.cli
+import agevalx.cli, agevalx.cli.memo
+snapshots["package"] = sorted(sys.modules)
+import agevalx.cli.app
 snapshots["import"] = sorted(sys.modules)
 for argv in (["--help"], ["run", "--help"], ["graph", "show", "--help"], ["cache", "gc", "--help"]):
     with contextlib.redirect_stdout(io.StringIO()) as out:
@@ -74,6 +79,7 @@ def heavy_in(modules: list[str]) -> list[str]:
         name
         for name in sorted(modules)
         if any(name == package or name.startswith(package + ".") for package in HEAVY_AGEVALX)
+        and name not in LIGHT_AGEVALX
     ]
     return found
 
@@ -91,6 +97,17 @@ def test_probe_sees_heavy_imports(snapshots: dict[str, list[str]]) -> None:
     found = heavy_in(snapshots["planning"])
     assert "pydantic" in found
     assert "agevalx.graph.plan" in found
+
+
+def test_the_console_scripts_first_step_imports_no_parser(snapshots: dict[str, list[str]]) -> None:
+    """The package and the command memo, all a remembered command imports, load neither
+    typer nor the commands."""
+    modules = snapshots["package"]
+    assert heavy_in(modules) == []
+    assert "typer" not in modules and "click" not in modules
+    assert not [
+        name for name in modules if name.startswith("agevalx.cli.") and name != "agevalx.cli.memo"
+    ]
 
 
 def test_import_cli_imports_no_heavy_module(snapshots: dict[str, list[str]]) -> None:

@@ -1,0 +1,89 @@
+"""The command memo (`agevalx/cli/memo.py`) with the real `ageval` console script: a no-op
+`ageval run` is answered from its last output without importing the pipeline, and the first
+change to what the job reads (here its evaluator) makes it a real run again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agevalx.fsutil import RACY_WINDOW_NS
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNCASES = ROOT / "tests/integration/data/runcases"
+
+# The console script, and at its exit the agevalx modules the process had loaded (written
+# after the command ended, so the recording does not see the write).
+CONSOLE = """
+import atexit, json, os, sys
+def _loaded():
+    with open(os.environ["MEMO_TEST_MODULES"], "w") as out:
+        json.dump(sorted(name for name in sys.modules if name.startswith("agevalx")), out)
+atexit.register(_loaded)
+from agevalx.cli import console
+console()
+"""
+
+
+def ageval(dataset: Path, modules: Path) -> tuple[dict[str, Any], list[str], str, str]:
+    """One `ageval run` process (stdout a pipe, as in a script): its document, the agevalx
+    modules it loaded and its stdout. With AGEVAL_DEBUG, a run not kept says why on stderr.
+    Then the racy window is waited out: a run is kept only when nothing it read changed
+    within it before the run began."""
+    command = [sys.executable, "-c", CONSOLE, "run", str(dataset), "--task", "echo-pass"]
+    done = subprocess.run(
+        [*command, "-k", "2", "--json"],
+        env={**os.environ, "MEMO_TEST_MODULES": str(modules), "AGEVAL_DEBUG": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)
+    return json.loads(done.stdout), json.loads(modules.read_text()), done.stdout, done.stderr
+
+
+def test_a_noop_run_is_answered_from_its_memo_until_its_evaluator_changes(
+    copy_dataset, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = copy_dataset(RUNCASES)
+    modules = tmp_path / "modules.json"
+    first, loaded, _, _ = ageval(dataset, modules)
+    assert first["counts"]["computed"] > 0
+    assert "agevalx.operations.run" in loaded
+    # The runs after it settle what a no-op reads: the plan memo is kept, result.json is
+    # written as a reused attempt's, and the views' stamp is written until it can vouch for
+    # them (a stamp cannot vouch for files changed within the racy window before it). The
+    # first run that only reads is kept.
+    for _ in range(3):
+        kept, loaded, printed, why = ageval(dataset, modules)
+        if "command memo: not kept" not in why:
+            break
+    assert "command memo" not in why, why
+    assert kept["counts"]["computed"] == 0
+    assert "agevalx.operations.run" in loaded
+    memos = Path(os.environ["XDG_STATE_HOME"]) / "ageval/commands"
+    assert len(list(memos.iterdir())) == 1
+
+    answered, loaded, again, _ = ageval(dataset, modules)
+    assert again == printed  # byte for byte
+    assert answered["results"] == kept["results"]
+    planned = [name for name in loaded if name.startswith(("agevalx.operations", "agevalx.graph"))]
+    assert planned == [], "the memo's answer planned"
+    assert "agevalx.cli.memo" in loaded
+
+    evaluator = dataset / "tasks/echo-pass/evaluator.py"
+    evaluator.write_text(evaluator.read_text().replace('"PASS" if ok', '"FAIL" if ok'))
+    rescored, loaded, _, _ = ageval(dataset, modules)
+    assert "agevalx.operations.run" in loaded
+    assert rescored["counts"]["computed"] > 0
+    assert {result["status"] for result in rescored["results"]} == {"FAIL"}

@@ -1,0 +1,314 @@
+"""The command memo (`agevalx/cli/memo.py`): a pure command's output is replayed while every
+path it looked at is unchanged, and never when it did more than read."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agevalx.cli import memo
+
+pytestmark = pytest.mark.unit
+
+ARGV = ["run", "dataset", "-k", "3"]
+CODE_PATHS = memo.code_paths
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv(memo.ENV_VAR, raising=False)
+    monkeypatch.setenv("AGEVAL_DEBUG", "1")  # a run not kept says why on stderr
+    for name in memo.NOT_REMEMBERED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    # The files of these tests are made a moment before each run: the racy window (which
+    # one test keeps) would keep every memo out.
+    monkeypatch.setattr(memo, "RACY_WINDOW_NS", 0)
+    # Nor are the test process's modules and import path witnessed (another test's files
+    # may be written beside them meanwhile); `test_the_code_a_command_ran_is_witnessed`
+    # checks what they are.
+    monkeypatch.setattr(memo, "code_paths", list)
+
+
+def _next_tick() -> None:
+    """Let the kernel's timestamp clock (a few milliseconds a tick) move past the states
+    just recorded, as the racy window makes sure it has in real use."""
+    time.sleep(0.03)
+
+
+class Counted:
+    """A command that runs `body` and counts how often it really ran."""
+
+    def __init__(self, body: Callable[[], int]) -> None:
+        self.body = body
+        self.runs = 0
+
+    def __call__(self, argv: list[str]) -> int:
+        self.runs += 1
+        return self.body()
+
+
+def _reads(path: Path) -> Callable[[], int]:
+    def body() -> int:
+        text = path.read_text()
+        print(f"read {text}")
+        print("a note", file=sys.stderr)
+        return 1 if "error" in text else 0
+
+    return body
+
+
+def test_a_pure_command_is_answered_from_its_memo_until_a_file_it_read_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    command = Counted(_reads(data))
+    assert memo.run_remembered(ARGV, command) == 0
+    first = capsys.readouterr()
+    assert (first.out, first.err) == ("read one\n", "a note\n"), first.err
+    assert memo.run_remembered(ARGV, command) == 0
+    assert command.runs == 1, "the second run was not answered by the memo"
+    again = capsys.readouterr()
+    assert (again.out, again.err) == (first.out, first.err)
+    _next_tick()
+    data.write_text("an error")
+    assert memo.run_remembered(ARGV, command) == 1
+    assert command.runs == 2
+    assert capsys.readouterr().out == "read an error\n"
+    assert memo.run_remembered(ARGV, command) == 1, "exit code 1 is kept too"
+    assert command.runs == 2
+    assert capsys.readouterr().out == "read an error\n"
+
+
+def _listing(root: Path) -> Callable[[], int]:
+    def body() -> int:
+        with os.scandir(root) as entries:
+            print(sorted((entry.name, entry.stat().st_size) for entry in entries))
+        return 0
+
+    return body
+
+
+def _existence(root: Path) -> Callable[[], int]:
+    def body() -> int:
+        print((root / "later.txt").exists())
+        return 0
+
+    return body
+
+
+def _resolving(root: Path) -> Callable[[], int]:
+    def body() -> int:
+        print((root / "link").resolve().name)
+        return 0
+
+    return body
+
+
+def _add_a_file(root: Path) -> None:
+    (root / "new.txt").write_text("new")
+
+
+def _grow_a_listed_file(root: Path) -> None:
+    (root / "a.txt").write_text("a longer text")
+
+
+def _make_the_missing_file(root: Path) -> None:
+    (root / "later.txt").write_text("here now")
+
+
+def _repoint_the_link(root: Path) -> None:
+    (root / "link").unlink()
+    (root / "link").symlink_to(root / "b.txt")
+
+
+@pytest.mark.parametrize(
+    ("looks", "change"),
+    [
+        (_listing, _add_a_file),
+        (_listing, _grow_a_listed_file),
+        (_existence, _make_the_missing_file),
+        (_resolving, _repoint_the_link),
+    ],
+    ids=[
+        "a-listed-folder-gains-a-file",
+        "a-listed-file-changes",
+        "a-missing-file-appears",
+        "a-resolved-link-moves",
+    ],
+)
+def test_what_a_command_lists_checks_or_resolves_is_witnessed(
+    looks: Callable[[Path], Callable[[], int]],
+    change: Callable[[Path], None],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a")
+    (root / "b.txt").write_text("b")
+    (root / "link").symlink_to(root / "a.txt")
+    command = Counted(looks(root))
+    memo.run_remembered(ARGV, command)
+    before = capsys.readouterr().out
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 1 and capsys.readouterr().out == before
+    _next_tick()
+    change(root)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 2, "the change was not seen"
+    assert capsys.readouterr().out != before
+
+
+def _writes(tmp_path: Path) -> None:
+    (tmp_path / "written.txt").write_text("x")
+
+
+def _spawns(tmp_path: Path) -> None:
+    subprocess.run(["true"], check=True)
+
+
+def _removes(tmp_path: Path) -> None:
+    (tmp_path / "removed.txt").touch()
+    (tmp_path / "removed.txt").unlink()
+
+
+def _connects(tmp_path: Path) -> None:
+    with (
+        socket.create_server(("127.0.0.1", 0)) as server,
+        socket.create_connection(server.getsockname()),
+    ):
+        pass
+
+
+def _writes_bytes_to_stdout(tmp_path: Path) -> None:
+    sys.stdout.buffer.write(b"")
+
+
+@pytest.mark.parametrize("act", [_writes, _spawns, _removes, _connects, _writes_bytes_to_stdout])
+def test_a_command_that_does_more_than_read_is_never_kept(
+    act: Callable[[Path], None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def body() -> int:
+        act(tmp_path)
+        print("done")
+        return 0
+
+    command = Counted(body)
+    memo.run_remembered(ARGV, command)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 2
+    assert not (memo.commands_dir()).exists() or not list(memo.commands_dir().iterdir())
+
+
+def test_the_cache_lock_and_stat_cache_may_be_opened_to_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "gc.lock").touch()
+
+    def body() -> int:
+        with open(tmp_path / "gc.lock", "a+"):
+            pass
+        return 0
+
+    command = Counted(body)
+    memo.run_remembered(ARGV, command)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 1
+
+
+def test_another_environment_argument_or_folder_is_another_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    command = Counted(_reads(data))
+    memo.run_remembered(ARGV, command)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 1
+    memo.run_remembered([*ARGV, "--json"], command)
+    assert command.runs == 2
+    monkeypatch.setenv("SOME_SETTING", "1")
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 3
+    monkeypatch.chdir(tmp_path)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 4
+    monkeypatch.setenv("_", "/usr/bin/other")  # what a shell changes between two commands
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 4
+
+
+def test_a_memo_not_signed_by_the_users_key_is_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    command = Counted(_reads(data))
+    memo.run_remembered(ARGV, command)
+    (kept,) = memo.commands_dir().iterdir()
+    body = bytearray(kept.read_bytes())
+    body[-5] ^= 1
+    kept.write_bytes(bytes(body))
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 2
+
+
+def test_a_file_changed_just_before_the_run_keeps_the_memo_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(memo, "RACY_WINDOW_NS", 2_000_000_000)
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    command = Counted(_reads(data))
+    memo.run_remembered(ARGV, command)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 2
+
+
+def test_only_exit_codes_zero_and_one_are_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = Counted(lambda: 2)
+    memo.run_remembered(ARGV, command)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        (["run", "ds", "-k", "3"], {}, True),
+        (["graph", "show", "ds", "--json"], {}, True),
+        (["run", "ds", "--fresh"], {}, False),
+        (["run", "ds", "--remote", "shared"], {}, False),
+        (["run", "ds", "--remote=shared"], {}, False),
+        (["run", "ds", "--resume", "a-0"], {}, False),
+        (["run", "ds", "--help"], {}, False),
+        (["run", "ds"], {"AGEVAL_REMOTE": "shared"}, False),
+        (["run", "ds"], {"RAY_ADDRESS": "127.0.0.1:6379"}, False),
+        (["run", "ds"], {memo.ENV_VAR: "0"}, False),
+        (["lint", "ds"], {}, False),
+        (["graph", "lint", "ds"], {}, False),
+        ([], {}, False),
+    ],
+)
+def test_commands_that_compute_or_reach_beyond_local_files_are_never_remembered(
+    argv: list[str], environ: dict[str, str], expected: bool
+) -> None:
+    assert memo.remembered(argv, environ) is expected
+
+
+def test_the_code_a_command_ran_is_witnessed() -> None:
+    paths = CODE_PATHS()
+    assert memo.__file__ in paths
+    assert __file__ in paths
+    assert all((folder or ".") in paths for folder in sys.path)

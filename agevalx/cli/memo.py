@@ -86,11 +86,13 @@ IMPURE_EVENTS = frozenset(
         "os.link",
         "os.posix_spawn",
         "os.remove",
+        "os.removexattr",
         "os.rename",
         "os.rmdir",
         "os.spawn",
         "os.symlink",
         "os.system",
+        "os.setxattr",
         "os.truncate",
         "os.utime",
         "pty.spawn",
@@ -384,6 +386,9 @@ class Recording:
             elif os.path.basename(name) not in CACHE_FILES:
                 self.refuse(f"opened {name} to write")
         elif event in ("os.listdir", "os.scandir"):
+            if isinstance(args[0], int):  # a folder by its descriptor: which one is unknown
+                self.refuse(f"{event} of a file descriptor")
+                return
             name = _path(args[0]) if args[0] is not None else "."
             if name is not None:
                 self.listed[name] = None

@@ -189,11 +189,21 @@ def _connects(tmp_path: Path) -> None:
         pass
 
 
+def _lists_a_descriptor(tmp_path: Path) -> None:
+    folder = os.open(tmp_path, os.O_RDONLY)
+    try:
+        os.listdir(folder)
+    finally:
+        os.close(folder)
+
+
 def _writes_bytes_to_stdout(tmp_path: Path) -> None:
     sys.stdout.buffer.write(b"")
 
 
-@pytest.mark.parametrize("act", [_writes, _spawns, _removes, _connects, _writes_bytes_to_stdout])
+@pytest.mark.parametrize(
+    "act", [_writes, _spawns, _removes, _connects, _lists_a_descriptor, _writes_bytes_to_stdout]
+)
 def test_a_command_that_does_more_than_read_is_never_kept(
     act: Callable[[Path], None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,13 +5,17 @@ here is a view: deleting it loses nothing the cache does not hold."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from agevalx.cache import hash_tree
 from agevalx.cache.manifest import ActionManifest
 from agevalx.cache.store import CacheStore
+from agevalx.errors import AgevalError
 from agevalx.fsutil import atomic_write, make_dirs, write_if_changed
 from agevalx.gateway.recording import JUDGE_TRAFFIC
 from agevalx.results.build import DIAGNOSTICS_FILE
@@ -64,9 +68,21 @@ def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> No
     """`artifacts/`: what the task's format collected after the run stage (left out when it
     collected nothing)."""
     output = run.outputs.get("artifacts")
+    if output is not None and _holds(target, output.digest, store):
+        return  # written by an earlier run: kept, so the views' stamp can vouch for it
     shutil.rmtree(target, ignore_errors=True)
     if output is not None and store.get_tree(output.digest).entries:
         store.restore_tree(output.digest, target)
+
+
+def _holds(target: Path, digest: str, store: CacheStore) -> bool:
+    """Whether the folder `target` (not a link) holds exactly the tree `digest`."""
+    try:
+        if not stat.S_ISDIR(os.lstat(target).st_mode):
+            return False
+        return hash_tree(target, stat_cache=store.stat_cache).digest == digest
+    except (OSError, AgevalError):
+        return False
 
 
 class CutPoint(BaseModel):

@@ -55,15 +55,25 @@ def user_key(create: bool) -> bytes | None:
     return key
 
 
-def signed(key: bytes, head: bytes, body: bytes) -> bytes:
-    """`head`, the tag of `body`, then `body`: a memo file's bytes."""
-    return head + hmac.digest(key, body, "sha256") + body
+def _tag(key: bytes, head: bytes, context: bytes, body: bytes) -> bytes:
+    """The HMAC-SHA256 of the header, the context (what the file is for: its name) and the
+    body: a memo's body cannot be moved under another name or another kind of memo."""
+    mac = hmac.new(key, head, "sha256")
+    mac.update(len(context).to_bytes(4, "big") + context)
+    mac.update(body)
+    return mac.digest()
 
 
-def verified(key: bytes, head: bytes, data: bytes) -> bytes | None:
-    """The body of `data` (as `signed` made it with `head`) if its tag is `key`'s; else None."""
+def signed(key: bytes, head: bytes, body: bytes, context: bytes = b"") -> bytes:
+    """`head`, the tag of `head`, `context` and `body`, then `body`: a memo file's bytes."""
+    return head + _tag(key, head, context, body) + body
+
+
+def verified(key: bytes, head: bytes, data: bytes, context: bytes = b"") -> bytes | None:
+    """The body of `data` (as `signed` made it with `head` and `context`) if its tag is
+    `key`'s; else None."""
     start = len(head) + TAG_BYTES
     if len(data) <= start or not data.startswith(head):
         return None
     tag, body = data[len(head) : start], data[start:]
-    return body if hmac.compare_digest(tag, hmac.digest(key, body, "sha256")) else None
+    return body if hmac.compare_digest(tag, _tag(key, head, context, body)) else None

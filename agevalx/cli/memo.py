@@ -5,19 +5,22 @@ the plan alone).
 **Recording.** An `ageval run` (or `graph show`) whose output is not a terminal (a
 script's, `--json`'s) is watched as it runs, through Python's audit events and
 `os.stat`/`os.lstat`/`os.path.realpath`: every path it opens, stats, lists or resolves. What
-it prints (stdout and stderr) and its exit code are kept too. The run counts as **pure** when
-it did nothing but read: it wrote no file (but the cache's lock and stat cache), removed,
-renamed or changed none, started no process and opened no connection (so it asked no Docker
-engine, no remote, no model). A pure run that exits 0 or 1 is kept in
+it writes on stdout and stderr (in order) and its exit code are kept too. The run counts as
+**pure** when it did nothing but read: it wrote no file (but the cache's lock and stat
+cache), made, removed, renamed or changed none, started no process and opened no connection
+(so it asked no Docker engine, no remote, no model). A pure run that exits 0 is kept in
 `$XDG_STATE_HOME/ageval/commands/` (else under `~/.local/state`) with its **witnesses**: the
 state (inode, size, mode, mtime and ctime, to the nanosecond) of every path it looked at, of
 everything inside every directory it listed, of the file of every module it had loaded and
-of the import path's directories, and where each path it resolved leads.
+that file's folder, of the import path's folders, and where each path it resolved leads.
+Exit code 1 is not kept: it is also how an error ends, and an error a full disk or a file
+limit caused shows in no file's state.
 
-**Replaying.** The same command (its arguments, working directory, whole environment and
-interpreter) run again finds that memo, checks every witness with one `stat` each and, when
-all match, prints the kept output and exits with the kept code. It imports neither the
-parser nor the pipeline and asks no engine: a no-op of 1,000 tasks x k=3 costs its stats.
+**Replaying.** The same command (its arguments, working directory, whole environment,
+interpreter with its flags and import path, and where and how its output is written) run
+again finds that memo, checks every witness with one `stat` each and, when all match, writes
+the kept output and exits with the kept code. It imports neither the parser nor the pipeline
+and asks no engine: a no-op of 1,000 tasks x k=3 costs its stats.
 
 Why it is the command's own answer, and cannot be forged or go stale:
 - The command is a function of its arguments, working directory, environment, code and the
@@ -25,16 +28,22 @@ Why it is the command's own answer, and cannot be forged or go stale:
   touched anything else (a socket, a process, a write) is never kept. A file's content
   cannot change without its ctime (which no process without root can set back); a file
   added, removed or renamed changes its directory's mtime; a listed directory's every entry
-  is a witness.
-- Anything changed within two seconds before the recording began, or during it, prevents
-  the memo (`RACY_WINDOW_NS`: timestamps are as coarse as the kernel's clock tick).
+  is a witness. A file whose state does not follow its content (the kernel's /proc and
+  /sys, a device) keeps the run out.
+- A path whose state changed between the run's first look and its end, or changed within
+  two seconds before the run began (`RACY_WINDOW_NS`: timestamps are as coarse as the
+  kernel's clock tick), keeps the run out.
 - The memo is the user's own, outside the cache, signed with the plan memo's key
-  (`agevalx/userkey.py`) and checked before it is read; its file name is a keyed digest of
-  the command, so neither the name nor the body says anything of the environment (secrets
-  included) to anyone without the key.
+  (`agevalx/userkey.py`) over its header, its name and its body, and checked before it is
+  read; its file name is a keyed digest of the command, so neither the name nor the body
+  says anything of the environment (secrets included) to anyone without the key, and no
+  memo can be moved under another command's name.
 
+What it cannot see, it does not claim: a file system whose server changes a file's content
+without its ctime (some network and FUSE mounts) is as invisible to it as to make.
 `ageval graph show` is remembered the same way. `AGEVAL_COMMAND_MEMO=0` turns the command
-memo off (`AGEVAL_PLAN_MEMO=0`, the plan memo).
+memo off (`AGEVAL_PLAN_MEMO=0`, the plan memo); with `AGEVAL_DEBUG=1` a run not kept says
+why on stderr.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ import hmac
 import json
 import marshal
 import os
+import stat
 import sys
 import threading
 import time
@@ -56,13 +66,15 @@ from agevalx.fsutil import RACY_WINDOW_NS, FileState, atomic_write
 from agevalx.userkey import signed, user_key, verified
 
 ENV_VAR = "AGEVAL_COMMAND_MEMO"
-FORMAT = b"ageval.command-memo/1\n"
+FORMAT = b"ageval.command-memo/2\n"
 KEPT = 16
 """How many command memos are kept (the most recently written)."""
 COMMANDS = (("run",), ("graph", "show"))
 """The commands remembered: those a make-like no-op is asked of (each only reads when nothing
 changed)."""
-KEPT_CODES = frozenset({0, 1})
+KEPT_CODES = frozenset({0})
+"""Exit codes kept: 1 is also how an error ends (one a full disk, a file limit or a lost
+mount caused, which no file state shows), so a job with ERROR attempts is not remembered."""
 NOT_REMEMBERED = frozenset({"--fresh", "--resume", "--fork", "--cluster", "--remote", "--help"})
 """Options whose command is never remembered: it is meant to compute, or it reads state (a
 remote, a cluster, a checkpoint) that no local witness stands for."""
@@ -145,61 +157,90 @@ def remembered(argv: list[str], environ: Mapping[str, str]) -> bool:
 
 
 def _terminal() -> list[object]:
-    """What the output looks like where it goes: whether each stream is a terminal, and the
-    width of stderr's (its warnings are coloured and laid out for it)."""
+    """What the output looks like where it goes: whether each stream is a terminal, the width
+    of stderr's (its warnings are coloured and laid out for it), and each stream's encoding."""
     width = None
     if sys.stderr.isatty():
         try:
             width = os.get_terminal_size(sys.stderr.fileno()).columns
         except (OSError, ValueError):
             width = None
-    return [sys.stdout.isatty(), sys.stderr.isatty(), width]
+    streams = [
+        [stream.isatty(), getattr(stream, "encoding", None), getattr(stream, "errors", None)]
+        for stream in (sys.stdout, sys.stderr)
+    ]
+    return [streams, width]
 
 
-def memo_name(key: bytes, argv: list[str]) -> str:
-    """The memo's file name: a keyed digest of the command and all it is run with."""
-    identity = {
+def identity(argv: list[str]) -> bytes:
+    """The command and everything it runs with, as the memo's name is made from it: the
+    arguments, working directory, environment, interpreter (its flags and import path) and
+    where the output goes."""
+    found = {
         "argv": argv,
         "cwd": os.getcwd(),
         "env": sorted(item for item in os.environ.items() if item[0] not in IGNORED_ENV),
-        "python": [sys.executable, sys.version],
+        "python": [
+            sys.executable,
+            sys.version,
+            repr(sys.flags),
+            sorted(map(str, sys._xoptions.items())),
+            sys.warnoptions,
+            sys.path,
+        ],
         "terminal": _terminal(),
         "format": FORMAT.decode(),
     }
-    text = json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()
-    return hmac.new(key, text, hashlib.sha256).hexdigest()[:40]
+    return json.dumps(found, sort_keys=True, separators=(",", ":")).encode()
+
+
+def memo_name(key: bytes, command: bytes) -> str:
+    """The memo's file name: a keyed digest of the command's `identity`."""
+    return hmac.new(key, command, hashlib.sha256).hexdigest()[:40]
+
+
+Chunk = tuple[int, str]
+"""Text a command wrote, and where: 1 stdout, 2 stderr."""
 
 
 def run_remembered(argv: list[str], command: Callable[[list[str]], int]) -> int:
-    """Run `command(argv)`, or answer it from its memo; keep it when it may be kept."""
-    if not remembered(argv, os.environ):
+    """Run `command(argv)`, or answer it from its memo; keep it when it may be kept. Anything
+    the memo cannot do (a folder gone, a state folder it cannot read) runs the command."""
+    try:
+        called = identity(argv) if remembered(argv, os.environ) else None
+        key = user_key(create=False) if called is not None else None
+        kept = load(commands_dir() / memo_name(key, called), key) if key and called else None
+    except (OSError, ValueError):
+        called = kept = None
+    if kept is not None:
+        return _replay(*kept)
+    if called is None:
         return command(argv)
-    key = user_key(create=False)
-    if key is not None:
-        kept = load(commands_dir() / memo_name(key, argv), key)
-        if kept is not None:
-            return _replay(*kept)
     recording = Recording()
     with recording:
         code = command(argv)
     if code not in KEPT_CODES:
         recording.refuse(f"exit code {code}")
-    witnesses = recording.witnesses() if recording.impure is None else None
-    key = user_key(create=True) if witnesses is not None else None
-    if witnesses is not None and key is not None:
-        body = (witnesses, recording.stdout.text(), recording.stderr.text(), code)
-        save(commands_dir() / memo_name(key, argv), key, body)
-    elif os.environ.get("AGEVAL_DEBUG"):
+    try:
+        witnesses = recording.witnesses() if recording.impure is None else None
+        key = user_key(create=True) if witnesses is not None else None
+        if witnesses is not None and key is not None:
+            save(commands_dir() / memo_name(key, called), key, (witnesses, recording.chunks, code))
+            return code
+    except (OSError, ValueError) as exc:
+        recording.refuse(f"{type(exc).__name__}: {exc}")
+    if os.environ.get("AGEVAL_DEBUG"):
         print(f"command memo: not kept ({recording.impure or 'no key'})", file=sys.stderr)
     return code
 
 
-def _replay(stdout: str, stderr: str, code: int) -> int:
+def _replay(chunks: list[Chunk], code: int) -> int:
+    """Write what the command wrote, in the order it wrote it."""
+    streams = {1: sys.stdout, 2: sys.stderr}
     try:
-        sys.stderr.write(stderr)
-        sys.stderr.flush()
-        sys.stdout.write(stdout)
-        sys.stdout.flush()
+        for where, text in chunks:
+            streams[where].write(text)
+            streams[where].flush()
     except BrokenPipeError:  # the reader stopped reading (`| head`): nothing more to say
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -207,26 +248,26 @@ def _replay(stdout: str, stderr: str, code: int) -> int:
     return code
 
 
-def load(path: Path, key: bytes) -> tuple[str, str, int] | None:
+def load(path: Path, key: bytes) -> tuple[list[Chunk], int] | None:
     """The kept output and code of the memo at `path`, if it is signed by `key` and every
     witness still holds."""
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    body = verified(key, FORMAT, data)
+    body = verified(key, FORMAT, data, path.name.encode())
     if body is None:
         return None
     try:
-        witnesses, stdout, stderr, code = marshal.loads(body)  # signed by this user's ageval
+        witnesses, chunks, code = marshal.loads(body)  # signed by this user's ageval
     except (ValueError, EOFError, TypeError):
         return None
-    return (stdout, stderr, code) if current(witnesses) else None
+    return (chunks, code) if current(witnesses) else None
 
 
 def current(witnesses: Iterable[Witness]) -> bool:
     """Whether every witnessed path is still in the state the recording saw."""
-    stat, lstat, realpath = os.stat, os.lstat, os.path.realpath
+    stat_of, lstat_of, realpath = os.stat, os.lstat, os.path.realpath
     for path, how, seen in witnesses:
         if how == REALPATH:
             try:
@@ -236,7 +277,7 @@ def current(witnesses: Iterable[Witness]) -> bool:
                 return False
             continue
         try:
-            found = stat(path) if how == STAT else lstat(path)
+            found = stat_of(path) if how == STAT else lstat_of(path)
         except (FileNotFoundError, NotADirectoryError):
             if seen is not None:
                 return False
@@ -254,9 +295,9 @@ def current(witnesses: Iterable[Witness]) -> bool:
     return True
 
 
-def save(path: Path, key: bytes, body: tuple[list[Witness], str, str, int]) -> None:
+def save(path: Path, key: bytes, body: tuple[list[Witness], list[Chunk], int]) -> None:
     try:
-        atomic_write(path, signed(key, FORMAT, marshal.dumps(body)))
+        atomic_write(path, signed(key, FORMAT, marshal.dumps(body), path.name.encode()))
     except OSError:
         return
     try:
@@ -279,26 +320,31 @@ def _path(value: Any) -> str | None:
 
 
 def code_paths() -> list[str]:
-    """The code a command ran: the file of every module loaded, and the import path's folders
-    (a package installed or removed changes one)."""
+    """The code a command ran: the file of every module loaded and its folder, and the import
+    path's folders (a package installed or removed changes one)."""
     found = [getattr(module, "__file__", None) for module in list(sys.modules.values())]
-    return [name for name in found if isinstance(name, str)] + [path or "." for path in sys.path]
+    files = [name for name in found if isinstance(name, str)]
+    # a module's folder too: a package or an extension made beside it would win its import
+    folders = dict.fromkeys(os.path.dirname(name) for name in files)
+    return files + list(folders) + [path or "." for path in sys.path]
 
 
 class Captured:
-    """A text stream that writes through to `stream` and keeps what was written."""
+    """A text stream that writes through to `stream` and keeps what was written, in order
+    with the other stream's (`chunks`, shared)."""
 
-    def __init__(self, stream: TextIO, recording: Recording) -> None:
+    def __init__(self, stream: TextIO, where: int, recording: Recording) -> None:
         self.stream = stream
+        self._where = where
         self._recording = recording
-        self._parts: list[str] = []
 
     def write(self, text: str) -> int:
-        self._parts.append(text)
+        self._recording.chunks.append((self._where, text))
         return self.stream.write(text)
 
-    def text(self) -> str:
-        return "".join(self._parts)
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
 
     @property
     def buffer(self) -> Any:
@@ -319,8 +365,12 @@ class Recording:
         self.listed: dict[str, None] = {}
         self.impure: str | None = None
         self.active = False
-        self.stdout = Captured(sys.stdout, self)
-        self.stderr = Captured(sys.stderr, self)
+        self.chunks: list[Chunk] = []
+        self.stdout = Captured(sys.stdout, 1, self)
+        self.stderr = Captured(sys.stderr, 2, self)
+        self.first: dict[tuple[str, int], FileState | None] = {}
+        """Each path's state when the run first looked at it: one that changed by the end
+        keeps the run out, whatever the clocks say (a network file system's may lag)."""
         self._stat, self._lstat, self._realpath = os.stat, os.lstat, os.path.realpath
         self._resolving = threading.local()
 
@@ -368,7 +418,21 @@ class Recording:
             return
         if dir_fd is not None:
             self.refuse("looked at a path relative to a directory descriptor")
+        self._look(name, how)
+
+    def _look(self, name: str, how: int) -> None:
+        if (name, how) in self.looked:
+            return
         self.looked[(name, how)] = None
+        if how != REALPATH:
+            self.first[(name, how)] = self._state(name, how)
+
+    def _state(self, name: str, how: int) -> FileState | None:
+        try:
+            info = self._stat(name) if how == STAT else self._lstat(name)
+        except (OSError, ValueError):
+            return None
+        return (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.active:
@@ -382,7 +446,7 @@ class Recording:
                 isinstance(flags, int) and flags & WRITE_FLAGS
             )
             if not writes:
-                self.looked[(name, STAT)] = None
+                self._look(name, STAT)
             elif os.path.basename(name) not in CACHE_FILES:
                 self.refuse(f"opened {name} to write")
         elif event in ("os.listdir", "os.scandir"):
@@ -390,9 +454,10 @@ class Recording:
                 self.refuse(f"{event} of a file descriptor")
                 return
             name = _path(args[0]) if args[0] is not None else "."
-            if name is not None:
+            if name is not None and name not in self.listed:
                 self.listed[name] = None
-        elif event == "os.remove" and args[1] is None:
+                self.first.setdefault((name, STAT), self._state(name, STAT))
+        elif event == "os.remove" and args[1] in (None, -1):  # -1: no directory descriptor
             name = _path(args[0])
             try:  # removing what is not there changes nothing (`unlink(missing_ok=True)`)
                 self._lstat(name if name is not None else args[0])
@@ -401,6 +466,14 @@ class Recording:
             except OSError:
                 pass
             self.refuse(event)
+        elif event == "os.mkdir" and args[2] in (None, -1):
+            name = _path(args[0])
+            try:  # making a folder that is there changes nothing (`mkdir(exist_ok=True)`)
+                self._lstat(name if name is not None else args[0])
+            except FileNotFoundError:
+                self.refuse(f"made the folder {name}")
+            except OSError:
+                self.refuse(event)
         elif event == "sqlite3.connect":
             name = _path(args[0])
             if name is None or os.path.basename(name) != "statcache.db":
@@ -410,7 +483,7 @@ class Recording:
 
     def witnesses(self) -> list[Witness] | None:
         """What the run looked at, as it is now; None (and `impure` says why) when something
-        changed too close to (or during) the run to be trusted."""
+        changed too close to (or during) the run to be trusted, or cannot be witnessed."""
         seen = dict(self.looked)
         for directory in self.listed:
             seen[(directory, STAT)] = None
@@ -418,31 +491,64 @@ class Recording:
                 with os.scandir(directory) as entries:
                     for entry in entries:
                         seen[(entry.path, LSTAT)] = None
-            except OSError:
+            except (OSError, ValueError):
                 continue
         for name in code_paths():
             seen[(name, STAT)] = None
         limit = self.started_ns - RACY_WINDOW_NS
+        pseudo = _pseudo_devices()
         found: list[Witness] = []
         for name, how in seen:
             if how == REALPATH:
                 try:
                     found.append((name, how, os.path.realpath(name)))
-                except OSError as exc:
+                except (OSError, ValueError) as exc:
                     self.refuse(f"could not resolve {name}: {exc}")
                     return None
                 continue
             try:
                 info = os.stat(name) if how == STAT else os.lstat(name)
             except (FileNotFoundError, NotADirectoryError):
-                found.append((name, how, None))
-                continue
-            except OSError as exc:
+                state = None
+            except (OSError, ValueError) as exc:
                 self.refuse(f"could not stat {name}: {exc}")
                 return None
-            if max(info.st_mtime_ns, info.st_ctime_ns) > limit:
-                self.refuse(f"{name} changed within the racy window before the run, or during it")
+            else:
+                state = (
+                    info.st_ino,
+                    info.st_size,
+                    info.st_mode,
+                    info.st_mtime_ns,
+                    info.st_ctime_ns,
+                )
+                reason = _unwitnessable(info, limit, pseudo)
+                if reason is not None:
+                    self.refuse(f"{name} {reason}")
+                    return None
+            if (name, how) in self.first and self.first[(name, how)] != state:
+                self.refuse(f"{name} changed during the run")
                 return None
-            state = (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
             found.append((name, how, state))
         return found
+
+
+def _pseudo_devices() -> set[int]:
+    """The devices of /proc and /sys, whose files change with no change to their state."""
+    found = set()
+    for place in ("/proc", "/sys"):
+        try:
+            found.add(os.stat(place).st_dev)
+        except OSError:
+            continue
+    return found
+
+
+def _unwitnessable(info: os.stat_result, limit: int, pseudo: set[int]) -> str | None:
+    """Why a path's state cannot stand for its content, if it cannot."""
+    if info.st_dev in pseudo:
+        return "is on a kernel file system (its content changes, its state does not)"
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+        return "is not a file, folder or link"
+    if max(info.st_mtime_ns, info.st_ctime_ns) > limit:
+        return "changed within the racy window before the run, or during it"
+    return None

@@ -135,7 +135,8 @@ def load(identity: Mapping[str, Any]) -> Stored | None:
     except OSError:
         return None
     key = user_key(create=False)
-    body = None if key is None else verified(key, FORMAT, data)
+    name = memo_path(identity).name.encode()
+    body = None if key is None else verified(key, FORMAT, data, name)
     if body is None:
         return None
     try:
@@ -159,7 +160,7 @@ def save(identity: Mapping[str, Any], stored: Stored, made_ns: int) -> bool:
     body = pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL)
     path = memo_path(identity)
     try:
-        atomic_write(path, signed(key, FORMAT, body))
+        atomic_write(path, signed(key, FORMAT, body, path.name.encode()))
     except OSError:
         return False
     _prune(keep=path)

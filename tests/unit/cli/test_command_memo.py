@@ -83,8 +83,9 @@ def test_a_pure_command_is_answered_from_its_memo_until_a_file_it_read_changes(
     assert memo.run_remembered(ARGV, command) == 1
     assert command.runs == 2
     assert capsys.readouterr().out == "read an error\n"
-    assert memo.run_remembered(ARGV, command) == 1, "exit code 1 is kept too"
-    assert command.runs == 2
+    # exit code 1 is also how an error ends (a full disk, a file limit): never kept
+    assert memo.run_remembered(ARGV, command) == 1
+    assert command.runs == 3
     assert capsys.readouterr().out == "read an error\n"
 
 
@@ -197,12 +198,30 @@ def _lists_a_descriptor(tmp_path: Path) -> None:
         os.close(folder)
 
 
+def _makes_a_folder(tmp_path: Path) -> None:
+    (tmp_path / f"new-{time.monotonic_ns()}").mkdir()
+
+
+def _reads_the_kernels_files(tmp_path: Path) -> None:
+    Path("/proc/uptime").read_text()  # its content changes, its state does not
+
+
 def _writes_bytes_to_stdout(tmp_path: Path) -> None:
     sys.stdout.buffer.write(b"")
 
 
 @pytest.mark.parametrize(
-    "act", [_writes, _spawns, _removes, _connects, _lists_a_descriptor, _writes_bytes_to_stdout]
+    "act",
+    [
+        _writes,
+        _spawns,
+        _removes,
+        _makes_a_folder,
+        _connects,
+        _lists_a_descriptor,
+        _reads_the_kernels_files,
+        _writes_bytes_to_stdout,
+    ],
 )
 def test_a_command_that_does_more_than_read_is_never_kept(
     act: Callable[[Path], None], tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -233,6 +252,23 @@ def test_the_cache_lock_and_stat_cache_may_be_opened_to_write(
     memo.run_remembered(ARGV, command)
     memo.run_remembered(ARGV, command)
     assert command.runs == 1
+
+
+def test_removing_what_is_not_there_or_making_a_folder_that_is_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"  # (the memo itself is kept under tmp_path)
+    work.mkdir()
+
+    def body() -> int:
+        (work / "gone.txt").unlink(missing_ok=True)
+        work.mkdir(exist_ok=True)
+        return 0
+
+    command = Counted(body)
+    memo.run_remembered(ARGV, command)
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 1, capsys.readouterr().err
 
 
 def test_another_environment_argument_or_folder_is_another_memo(
@@ -272,6 +308,23 @@ def test_a_memo_not_signed_by_the_users_key_is_not_read(
     assert command.runs == 2
 
 
+def test_a_memo_moved_under_another_commands_name_is_not_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    first = Counted(lambda: print("the first command's output") or 0)
+    second = Counted(lambda: print("the second command's output") or 0)
+    memo.run_remembered(ARGV, first)
+    before = set(memo.commands_dir().iterdir())
+    memo.run_remembered([*ARGV, "--json"], second)
+    (theirs,) = set(memo.commands_dir().iterdir()) - before
+    (ours,) = before
+    theirs.write_bytes(ours.read_bytes())
+    capsys.readouterr()
+    memo.run_remembered([*ARGV, "--json"], second)
+    assert second.runs == 2
+    assert capsys.readouterr().out == "the second command's output\n"
+
+
 def test_a_file_changed_just_before_the_run_keeps_the_memo_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -284,13 +337,56 @@ def test_a_file_changed_just_before_the_run_keeps_the_memo_out(
     assert command.runs == 2
 
 
-def test_only_exit_codes_zero_and_one_are_kept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    command = Counted(lambda: 2)
-    memo.run_remembered(ARGV, command)
-    memo.run_remembered(ARGV, command)
+@pytest.mark.parametrize("code", [1, 2, 130])
+def test_only_exit_code_zero_is_kept(code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    command = Counted(lambda: code)
+    assert memo.run_remembered(ARGV, command) == code
+    assert memo.run_remembered(ARGV, command) == code
     assert command.runs == 2
+
+
+def test_the_output_is_replayed_in_the_order_it_was_written(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    def body() -> int:
+        for index in range(3):
+            print(f"out {index}", flush=True)
+            print(f"err {index}", file=sys.stderr, flush=True)
+        sys.stdout.writelines(["last ", "line\n"])
+        return 0
+
+    command = Counted(body)
+    memo.run_remembered(ARGV, command)
+    first = capfd.readouterr()
+    memo.run_remembered(ARGV, command)
+    assert command.runs == 1
+    again = capfd.readouterr()
+    assert (again.out, again.err) == (first.out, first.err)
+    assert again.out.endswith("out 2\nlast line\n")
+
+
+def test_a_file_changed_during_the_run_keeps_it_out_whatever_the_clocks_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a file system whose clock lags: a change during the run looks older than the run
+    monkeypatch.setattr(memo, "RACY_WINDOW_NS", -(10**12))
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    other = os.open(data, os.O_WRONLY | os.O_APPEND)  # another writer, opened before the run
+
+    def body() -> int:
+        print(data.read_text())
+        os.write(other, b" and more")  # what another process writes meanwhile
+        return 0
+
+    command = Counted(body)
+    try:
+        memo.run_remembered(ARGV, command)
+        memo.run_remembered(ARGV, command)
+    finally:
+        os.close(other)
+    assert command.runs == 2
+    assert "changed during the run" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

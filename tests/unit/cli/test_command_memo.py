@@ -65,12 +65,17 @@ def _reads(path: Path) -> Callable[[], int]:
     return body
 
 
+def _reading(tmp_path: Path) -> tuple[Path, Counted]:
+    """A file, and a command that prints what it holds."""
+    data = tmp_path / "data.txt"
+    data.write_text("one")
+    return data, Counted(_reads(data))
+
+
 def test_a_pure_command_is_answered_from_its_memo_until_a_file_it_read_changes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "data.txt"
-    data.write_text("one")
-    command = Counted(_reads(data))
+    data, command = _reading(tmp_path)
     assert memo.run_remembered(ARGV, command) == 0
     first = capsys.readouterr()
     assert (first.out, first.err) == ("read one\n", "a note\n"), first.err
@@ -274,9 +279,7 @@ def test_removing_what_is_not_there_or_making_a_folder_that_is_changes_nothing(
 def test_another_environment_argument_or_folder_is_another_memo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "data.txt"
-    data.write_text("one")
-    command = Counted(_reads(data))
+    _data, command = _reading(tmp_path)
     memo.run_remembered(ARGV, command)
     memo.run_remembered(ARGV, command)
     assert command.runs == 1
@@ -296,9 +299,7 @@ def test_another_environment_argument_or_folder_is_another_memo(
 def test_a_memo_not_signed_by_the_users_key_is_not_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = tmp_path / "data.txt"
-    data.write_text("one")
-    command = Counted(_reads(data))
+    _data, command = _reading(tmp_path)
     memo.run_remembered(ARGV, command)
     (kept,) = memo.commands_dir().iterdir()
     body = bytearray(kept.read_bytes())
@@ -329,9 +330,7 @@ def test_a_file_changed_just_before_the_run_keeps_the_memo_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(memo, "RACY_WINDOW_NS", 2_000_000_000)
-    data = tmp_path / "data.txt"
-    data.write_text("one")
-    command = Counted(_reads(data))
+    _data, command = _reading(tmp_path)
     memo.run_remembered(ARGV, command)
     memo.run_remembered(ARGV, command)
     assert command.runs == 2

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -119,10 +120,10 @@ def settle(command: list[str], env: dict[str, str], state: Path) -> None:
     no-op is: the runs before write (the plan memo, the views and their stamp), and a run is
     kept only when nothing it read changed within the racy window before it began."""
     memos = state / "ageval" / "commands"
-    before = set(memos.iterdir()) if memos.exists() else set()
+    shutil.rmtree(memos, ignore_errors=True)  # a memo kept before would answer, not be kept
     for _ in range(4):
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-        if memos.exists() and set(memos.iterdir()) - before:
+        if memos.exists() and any(memos.iterdir()):
             print(f"{command[1]} {command[2]}: kept in the command memo")
             return
         time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)

@@ -485,11 +485,14 @@ class Recording:
         """What the run looked at, as it is now; None (and `impure` says why) when something
         changed too close to (or during) the run to be trusted, or cannot be witnessed."""
         seen = dict(self.looked)
+        output = _output_files()
         for directory in self.listed:
             seen[(directory, STAT)] = None
             try:
                 with os.scandir(directory) as entries:
                     for entry in entries:
+                        if entry.inode() in output and _is_output(entry, output):
+                            continue  # what this command writes to (`> out.json`), not reads
                         seen[(entry.path, LSTAT)] = None
             except (OSError, ValueError):
                 continue
@@ -530,6 +533,26 @@ class Recording:
                 return None
             found.append((name, how, state))
         return found
+
+
+def _output_files() -> dict[int, int]:
+    """The files stdout and stderr are written to, by inode (their device beside)."""
+    found = {}
+    for stream in (1, 2):
+        try:
+            info = os.fstat(stream)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found[info.st_ino] = info.st_dev
+    return found
+
+
+def _is_output(entry: os.DirEntry[str], output: dict[int, int]) -> bool:
+    try:
+        return entry.stat(follow_symlinks=False).st_dev == output[entry.inode()]
+    except OSError:
+        return False
 
 
 def _pseudo_devices() -> set[int]:

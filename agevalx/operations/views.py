@@ -70,7 +70,8 @@ def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> No
     output = run.outputs.get("artifacts")
     if output is not None and _holds(target, output.digest, store):
         return  # written by an earlier run: kept, so the views' stamp can vouch for it
-    shutil.rmtree(target, ignore_errors=True)
+    if os.path.lexists(target):
+        shutil.rmtree(target, ignore_errors=True)
     if output is not None and store.get_tree(output.digest).entries:
         store.restore_tree(output.digest, target)
 

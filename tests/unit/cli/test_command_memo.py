@@ -417,3 +417,33 @@ def test_the_code_a_command_ran_is_witnessed() -> None:
     assert memo.__file__ in paths
     assert __file__ in paths
     assert all((folder or ".") in paths for folder in sys.path)
+
+
+def test_the_file_the_output_goes_to_is_no_witness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ageval run . > out.json` in the folder it lists: out.json is what it writes, and
+    changes with every run; it does not keep the command out of the memo."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "task.txt").write_text("a task")
+    out = os.open(project / "out.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    saved = os.dup(1)
+    os.dup2(out, 1)
+
+    def body() -> int:
+        print(sorted(os.listdir(project)))
+        os.write(1, b"written where stdout goes\n")
+        return 0
+
+    command = Counted(body)
+    try:
+        memo.run_remembered(ARGV, command)
+        _next_tick()
+        os.ftruncate(out, 0)  # the shell's `>`, before the next run
+        memo.run_remembered(ARGV, command)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(out)
+    assert command.runs == 1, capsys.readouterr().err

@@ -149,12 +149,21 @@ class CacheStore:
             ensure_dir(area)
         for name in (layout.ACTIONS, layout.REFS, layout.TMP):
             ensure_dir(self.root / name)
-        moved = self.root / layout.OLD_STAT_CACHE_FILE
-        if moved.exists():  # the stat cache's old place: its digests are made again on use
-            for suffix in ("", "-wal", "-shm"):
-                moved.with_name(moved.name + suffix).unlink(missing_ok=True)
+        self._drop_old_stat_cache()
         if found is None:
             write_atomic(self.tmp, version_file, f"{layout.LAYOUT_VERSION}\n".encode())
+
+    def _drop_old_stat_cache(self) -> None:
+        """Remove the stat cache from its old place at the root (its digests are made again
+        on use), unless an older ageval still has it open (SQLite keeps its -wal and -shm
+        beside it while any connection is open) or the root cannot be written."""
+        moved = self.root / layout.OLD_STAT_CACHE_FILE
+        if not moved.exists():
+            return
+        if any(moved.with_name(moved.name + suffix).exists() for suffix in ("-wal", "-shm")):
+            return
+        with contextlib.suppress(OSError):
+            moved.unlink()
 
     def in_use(self) -> AbstractContextManager[None]:
         """Hold the shared gc lock: gc waits until the block ends.

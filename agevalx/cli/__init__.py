@@ -19,6 +19,12 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(argv)
 
 
+def run() -> None:
+    """The console script of an `ageval` installed before it was `console` (its script still
+    imports `agevalx.cli:run`)."""
+    console()
+
+
 def console() -> None:
     """The console script: the command memo's kept output when it still holds, else the
     command, recorded for the memo when it may be kept (see `agevalx.cli.memo`)."""

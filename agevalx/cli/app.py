@@ -18,9 +18,9 @@ from agevalx.cli import lock as lock_command
 from agevalx.cli import mock_model as mock_model_command
 from agevalx.cli import replay as replay_command
 from agevalx.cli import report as report_command
-from agevalx.cli import run as run_command
 from agevalx.cli import view as view_command
 from agevalx.cli.render import render_error
+from agevalx.cli.run import run as run_command_function
 from agevalx.errors import AgevalError, UsageError
 
 app = typer.Typer(
@@ -35,7 +35,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command(name="lock", no_args_is_help=True)(lock_command.lock)
-app.command(name="run", no_args_is_help=True)(run_command.run)
+app.command(name="run", no_args_is_help=True)(run_command_function)
 app.command(name="lint", no_args_is_help=True)(lint_command.lint)
 app.command(name="report", no_args_is_help=True)(report_command.report)
 app.command(name="checkpoints", no_args_is_help=True)(checkpoints_command.checkpoints)

@@ -3,7 +3,7 @@
 The command modules are imported to build the parser (also for `--help`), so they import
 only typer, this module and `agevalx.limits` at the top; everything a command needs to do
 its work is imported inside the command's function. `tests/unit/cli/test_lazy_imports.py`
-fails when a heavy module is imported by `import agevalx.cli`.
+fails when a heavy module is imported by `import agevalx.cli.app`.
 """
 
 from __future__ import annotations

@@ -70,8 +70,10 @@ def _write_artifacts(store: CacheStore, run: ActionManifest, target: Path) -> No
     output = run.outputs.get("artifacts")
     if output is not None and _holds(target, output.digest, store):
         return  # written by an earlier run: kept, so the views' stamp can vouch for it
-    if os.path.lexists(target):
+    if os.path.isdir(target) and not os.path.islink(target):
         shutil.rmtree(target, ignore_errors=True)
+    elif os.path.lexists(target):  # a link (or a file) in its place: removed, never followed
+        os.unlink(target)
     if output is not None and store.get_tree(output.digest).entries:
         store.restore_tree(output.digest, target)
 
@@ -81,7 +83,9 @@ def _holds(target: Path, digest: str, store: CacheStore) -> bool:
     try:
         if not stat.S_ISDIR(os.lstat(target).st_mode):
             return False
-        return hash_tree(target, stat_cache=store.stat_cache).digest == digest
+        specials: list[str] = []  # a pipe or a socket in it: not what the run collected
+        found = hash_tree(target, stat_cache=store.stat_cache, specials=specials)
+        return not specials and found.digest == digest
     except (OSError, AgevalError):
         return False
 

@@ -79,6 +79,7 @@ def ageval(
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=modules.parent,  # (`python -c` puts its folder on the import path: a quiet one)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)

@@ -174,11 +174,19 @@ def test_the_stat_cache_has_a_folder_and_an_old_one_at_the_root_is_dropped(
     root = tmp_path / "cache"
     with CacheStore(root):
         pass
-    for name in ("statcache.db", "statcache.db-wal", "statcache.db-shm"):
-        (root / name).write_bytes(b"a stat cache of an older layout")
+    (root / "statcache.db").write_bytes(b"a stat cache of an older layout, closed")
     with CacheStore(root) as store:
         assert store.stat_cache.path == root / "statcache" / "statcache.db"
-    assert sorted(path.name for path in root.iterdir() if path.name.startswith("statcache")) == [
-        "statcache"
-    ]
+    assert not (root / "statcache.db").exists()
     assert (root / "statcache" / "statcache.db").is_file()
+
+
+def test_an_old_stat_cache_an_older_ageval_has_open_is_left_to_it(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    with CacheStore(root):
+        pass
+    for name in ("statcache.db", "statcache.db-wal", "statcache.db-shm"):
+        (root / name).write_bytes(b"open in an older ageval (SQLite keeps -wal and -shm)")
+    with CacheStore(root):
+        pass
+    assert (root / "statcache.db").exists() and (root / "statcache.db-wal").exists()

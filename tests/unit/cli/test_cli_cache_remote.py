@@ -153,7 +153,7 @@ def test_gc_remote_keeps_the_pushed_refs(capsys, tmp_path):
 
 
 def test_importing_the_cli_does_not_import_fsspec():
-    probe = "import sys, agevalx.cli; print('fsspec' in sys.modules or 's3fs' in sys.modules)"
+    probe = "import sys, agevalx.cli.app; print('fsspec' in sys.modules or 's3fs' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )

@@ -297,16 +297,20 @@ def test_another_environment_argument_or_folder_is_another_memo(
 
 
 def test_a_memo_not_signed_by_the_users_key_is_not_read(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _data, command = _reading(tmp_path)
     memo.run_remembered(ARGV, command)
     (kept,) = memo.commands_dir().iterdir()
-    body = bytearray(kept.read_bytes())
-    body[-5] ^= 1
-    kept.write_bytes(bytes(body))
+    signed = bytearray(kept.read_bytes())
+    signed[len(memo.FORMAT)] ^= 1  # the tag's first byte: the body itself still parses
+    kept.write_bytes(bytes(signed))
+    parsed: list[bytes] = []
+    real_loads = memo.marshal.loads
+    monkeypatch.setattr(memo.marshal, "loads", lambda data: parsed.append(data) or real_loads(data))
     memo.run_remembered(ARGV, command)
     assert command.runs == 2
+    assert parsed == [], "an unsigned body was parsed"
 
 
 def test_a_memo_moved_under_another_commands_name_is_not_read(

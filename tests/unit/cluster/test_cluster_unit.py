@@ -24,7 +24,7 @@ pytestmark = pytest.mark.unit
 
 def test_importing_the_cli_and_the_run_operation_imports_no_ray() -> None:
     probe = (
-        "import sys, agevalx.cli, agevalx.operations.run, agevalx.cluster;"
+        "import sys, agevalx.cli.app, agevalx.operations.run, agevalx.cluster;"
         "print('ray' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.cache.errors import CacheError
 from agevalx.cache.manifest import ActionManifest, OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.hashing import digest_json
@@ -53,16 +52,36 @@ def test_artifacts_already_written_are_kept_and_changed_ones_written_again(
         assert not (target / "stray.txt").exists()
 
 
+@pytest.mark.parametrize("linked", ["a-folder-with-the-files", "an-empty-folder"])
 def test_a_link_in_place_of_the_artifacts_folder_is_neither_trusted_nor_written_through(
-    tmp_path: Path,
+    linked: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "collected"
     source.mkdir()
     (source / "answer.txt").write_text("42")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if linked == "a-folder-with-the-files":
+        (elsewhere / "answer.txt").write_text("42")  # holds the same files, elsewhere
     target = tmp_path / "attempt" / ARTIFACTS_DIR
     target.parent.mkdir()
-    target.symlink_to(source, target_is_directory=True)  # holds the same files, elsewhere
-    with CacheStore(tmp_path / "cache") as store, pytest.raises(CacheError) as refused:
+    target.symlink_to(elsewhere, target_is_directory=True)
+    before = sorted(path.name for path in elsewhere.iterdir())
+    with CacheStore(tmp_path / "cache") as store:
         _write_artifacts(store, _run(store, source), target)
-    assert refused.value.code == "cache_restore_target_not_empty"
-    assert sorted(path.name for path in source.iterdir()) == ["answer.txt"]
+    assert not target.is_symlink()
+    assert (target / "answer.txt").read_text() == "42"
+    assert sorted(path.name for path in elsewhere.iterdir()) == before
+
+
+def test_a_pipe_in_the_artifacts_folder_makes_it_written_again(tmp_path: Path) -> None:
+    source = tmp_path / "collected"
+    source.mkdir()
+    (source / "answer.txt").write_text("42")
+    target = tmp_path / "attempt" / ARTIFACTS_DIR
+    with CacheStore(tmp_path / "cache") as store:
+        run = _run(store, source)
+        _write_artifacts(store, run, target)
+        os.mkfifo(target / "pipe")  # no part of a tree, so the digest alone would not see it
+        _write_artifacts(store, run, target)
+    assert sorted(path.name for path in target.iterdir()) == ["answer.txt"]

@@ -88,7 +88,12 @@ def main() -> None:
             (dataset / relative).parent.mkdir(parents=True, exist_ok=True)
             (dataset / relative).write_text(text)
         os.chmod(dataset / f"tasks/{TASK}/solution/solve.sh", 0o755)
-        env = {**os.environ, "AGEVAL_CACHE_DIR": str(Path(scratch) / "cache")}
+        # the cached series times the pipeline's reuse, not the command memo's replay
+        env = {
+            **os.environ,
+            "AGEVAL_CACHE_DIR": str(Path(scratch) / "cache"),
+            "AGEVAL_COMMAND_MEMO": "0",
+        }
         base = [ageval, "run", str(dataset), "--task", TASK, "--agent", "oracle", "--json"]
         docker = report(
             "docker run --rm (raw)",

@@ -55,7 +55,8 @@ def write_dataset(root: Path, tasks: int) -> None:
 def ageval(cache: Path, *argv: str) -> tuple[float, dict[str, Any]]:
     """Run the CLI with this cache; the elapsed seconds and its --json document."""
     command = [str(Path(sys.executable).with_name("ageval")), *argv, "--json"]
-    env = {**os.environ, "AGEVAL_CACHE_DIR": str(cache)}
+    # the cached re-run times the pipeline's reuse, not the command memo's replay
+    env = {**os.environ, "AGEVAL_CACHE_DIR": str(cache), "AGEVAL_COMMAND_MEMO": "0"}
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started

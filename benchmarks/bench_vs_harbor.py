@@ -61,7 +61,8 @@ def ageval(dataset: Path, cache: Path, *argv: str) -> tuple[float, list[float]]:
     command = [str(Path(sys.executable).with_name("ageval")), "run", str(dataset), *argv]
     command += ["--agent", "oracle", "--cache-dir", str(cache), "--json"]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    env = {**os.environ, "AGEVAL_COMMAND_MEMO": "0"}  # the pipeline's time, never a replay
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"ageval {' '.join(argv)} failed: {done.stdout[-1500:]}{done.stderr}")

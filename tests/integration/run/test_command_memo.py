@@ -72,6 +72,8 @@ def ageval(
     modules it loaded and its stdout. With AGEVAL_DEBUG, a run not kept says why on stderr.
     Then the racy window is waited out: a run is kept only when nothing it read changed
     within it before the run began."""
+    quiet = modules.parent / "cwd"
+    quiet.mkdir(exist_ok=True)
     command = [sys.executable, "-c", CONSOLE, "run", str(dataset), *options]
     done = subprocess.run(
         [*command, "-k", "2", "--json"],
@@ -79,7 +81,7 @@ def ageval(
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=modules.parent,  # (`python -c` puts its folder on the import path: a quiet one)
+        cwd=quiet,  # `python -c` puts its folder on the import path: one nothing writes in
     )
     assert done.returncode == 0, done.stdout + done.stderr
     time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)

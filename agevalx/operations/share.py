@@ -113,9 +113,16 @@ def refile_job(store: CacheStore, filed: FiledJob) -> bool:
 
 
 def index_job(store: CacheStore, name: str, targets: list[str]) -> None:
-    """Record a job ref in the local index (`<cache>/jobs/<name>`)."""
-    ref = RefFile(targets=tuple(sorted(set(targets))))
-    write_atomic(store.tmp, store.root / JOBS_DIR / check_ref_name(name), ref.canonical_bytes())
+    """Record a job ref in the local index (`<cache>/jobs/<name>`); one that already holds
+    these targets is left as it is (a no-op run writes nothing)."""
+    data = RefFile(targets=tuple(sorted(set(targets)))).canonical_bytes()
+    path = store.root / JOBS_DIR / check_ref_name(name)
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    write_atomic(store.tmp, path, data)
 
 
 def local_jobs(store: CacheStore) -> dict[str, tuple[str, ...]]:

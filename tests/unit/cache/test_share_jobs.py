@@ -211,3 +211,25 @@ def test_the_leaderboard_node_is_the_same_bytes_on_two_machines_and_reused(
     with CacheStore(tmp_path / "c") as c:
         other, other_key, _ = leaderboard(c, [record])
         assert other_key != key and report_bytes(other) != report_bytes(first)
+
+
+def test_a_job_filed_again_unchanged_writes_nothing(tmp_path: Path) -> None:
+    """A no-op run files the same record: its index file is left as it is (the command memo
+    keeps only runs that write nothing)."""
+    store = CacheStore(tmp_path / "cache")
+    results, summary = _job()
+    first = record_job(store, results, summary, [])
+    assert first is not None
+    index = store.root / "jobs" / first.ref
+    before = index.stat()
+    again = record_job(store, results, summary, [])
+    after = index.stat()
+    assert again == first
+    assert (after.st_ino, after.st_mtime_ns, after.st_ctime_ns) == (
+        before.st_ino,
+        before.st_mtime_ns,
+        before.st_ctime_ns,
+    )
+    more = record_job(store, results, summary, ["a" * 32])
+    assert more is not None and more.targets != first.targets
+    assert store.root.joinpath("jobs", first.ref).stat().st_ino != before.st_ino

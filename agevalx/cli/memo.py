@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agevalx.cache.location import default_state_dir
-from agevalx.fsutil import RACY_WINDOW_NS, FileState, atomic_write
+from agevalx.fsutil import RACY_WINDOW_NS, FileState, atomic_write, file_state
 from agevalx.userkey import signed, user_key, verified
 
 ENV_VAR = "AGEVAL_COMMAND_MEMO"
@@ -432,7 +432,7 @@ class Recording:
             info = self._stat(name) if how == STAT else self._lstat(name)
         except (OSError, ValueError):
             return None
-        return (info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
+        return file_state(info)
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.active:
@@ -517,13 +517,7 @@ class Recording:
                 self.refuse(f"could not stat {name}: {exc}")
                 return None
             else:
-                state = (
-                    info.st_ino,
-                    info.st_size,
-                    info.st_mode,
-                    info.st_mtime_ns,
-                    info.st_ctime_ns,
-                )
+                state = file_state(info)
                 reason = _unwitnessable(info, limit, pseudo)
                 if reason is not None:
                     self.refuse(f"{name} {reason}")

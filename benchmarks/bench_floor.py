@@ -42,10 +42,11 @@ removals: 17 engine events. On top of the floor, ageval's fresh attempt does:
   with run.py, one more exec, `date; find -printf`, `runner/incremental.py`); the oracle's
   `command -v bash` probe runs once per image and process; and solve.sh runs through a
   `docker exec` client process, not the API;
-- `--init` and a host-gateway entry on every container, the commit's tag, an inspect of the
-  scoring container and its image (`unset_names`);
-- the scoring container kept alive by `sleep` and scored by an exec (`timeout` around the
-  runner, on ageval's mounted Python) whose output carries the result, then killed;
+- `--init` and a host-gateway entry on every container, the commit's tag;
+- the scoring container runs the runner on ageval's mounted Python as its main process,
+  attached as the floor's (`formats/ageval/verifier.py`, `evaluate_once`), and joins the
+  placeholder's namespace; ageval inspects its image for the variables the commit blanked
+  (`unset_names`);
 - the host side: the CLI's start-up, lint and plan, the cache (trees, action nodes, the
   checkpoint), the activity journal, attempt.json, result.json, the job's summary.
 

@@ -94,6 +94,11 @@ class ContainerSpec:
     """Host directories copied in as the container starts (host path, container path; the
     container path's parent must exist or be an attempt directory): in the same copy as the
     attempt directories where those are one copy, else one copy each after them."""
+    command: tuple[str, ...] = ()
+    """The main process (none: an idle init, used through exec); see `AttemptContainer.create`
+    and `run_attached` for a container that runs one command and ends."""
+    workdir: str = "/"
+    """The main process's working directory (the engine makes it when the image lacks it)."""
     hardened: bool = False
     """No capabilities, no privilege gain (setuid), a read-only root filesystem (with
     `tmpfs_mb`, /tmp is writable) and at most `HARDENED_PIDS` processes: for a container that
@@ -122,10 +127,10 @@ def container_labels(spec: ContainerSpec) -> dict[str, str]:
 def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "image": spec.image,
-        "command": ["sleep", "infinity"],
+        "command": list(spec.command) or ["sleep", "infinity"],
         "detach": True,
         "init": True,
-        "working_dir": "/",
+        "working_dir": spec.workdir,
         "environment": {"HOME": HOME, **dict(spec.environment)},
         "labels": container_labels(spec),
         "name": spec.name or container_name(spec.name_hint),
@@ -192,20 +197,76 @@ class AttemptContainer:
     def start(cls, spec: ContainerSpec) -> AttemptContainer:
         """Start the container; GPUs the engine cannot offer are `environment_gpu_unavailable`
         before anything starts."""
-        check_gpus(spec.gpus, spec.gpu_types, what=f"the {spec.name_hint or 'task'} container")
-        try:
-            container = _create_and_start(_run_arguments(spec))
-        except docker.errors.APIError as exc:
-            raise EnvironmentFailure(
-                "environment_start_failed", f"cannot start the container: {exc.explanation}"
-            ) from None
-        started = cls(container, spec.image)
+        started = cls._made(spec, start=True)
         try:
             started._make_attempt_dirs(spec)
         except BaseException:
             started.remove()
             raise
         return started
+
+    @classmethod
+    def create(cls, spec: ContainerSpec) -> AttemptContainer:
+        """Create the container without starting it, to copy files in before its main process
+        (`spec.command`) runs: see `run_attached`. No attempt directories are made."""
+        return cls._made(spec, start=False)
+
+    @classmethod
+    def _made(cls, spec: ContainerSpec, *, start: bool) -> AttemptContainer:
+        check_gpus(spec.gpus, spec.gpu_types, what=f"the {spec.name_hint or 'task'} container")
+        try:
+            container = _create(_run_arguments(spec))
+            if start:
+                _start(container)
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(
+                "environment_start_failed", f"cannot start the container: {exc.explanation}"
+            ) from None
+        return cls(container, spec.image)
+
+    def run_attached(self, timeout: float | None = None) -> ExecResult:
+        """Start a created container (`create`) attached to its output, as `docker run`
+        does, and wait for its main process to end: its exit code and the last
+        `OUTPUT_LIMIT` bytes of its stdout and stderr. A `timeout` kills the container (exit
+        137, `timed_out`). One engine call fewer than an exec in a running container, no
+        process of the image's other than the command, and no kill to remove it."""
+        api = self._container.client.api
+        fired = threading.Event()
+
+        def kill() -> None:
+            fired.set()
+            with contextlib.suppress(docker.errors.APIError):
+                api.kill(self.id)
+
+        timer = threading.Timer(timeout, kill) if timeout is not None else None
+        try:
+            stream = api.attach(self.id, stdout=True, stderr=True, stream=True, logs=True)
+            try:
+                try:
+                    _start(self._container)
+                except docker.errors.APIError as exc:
+                    raise EnvironmentFailure(
+                        "environment_start_failed",
+                        f"cannot start the container: {exc.explanation}",
+                    ) from None
+                if timer is not None:
+                    timer.daemon = True
+                    timer.start()
+                kept = bounded_tail(stream, OUTPUT_LIMIT)
+            finally:
+                stream.close()
+            exit_code = int(api.wait(self.id).get("StatusCode", -1))
+        except docker.errors.NotFound:
+            exit_code, kept = 137, b""  # removed from outside: see `lost`
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(
+                "exec_failed", f"cannot run the container: {exc.explanation}"
+            ) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+        output = kept.decode("utf-8", errors="replace")
+        return ExecResult(exit_code=exit_code, output=output, timed_out=fired.is_set())
 
     def _make_attempt_dirs(self, spec: ContainerSpec) -> None:
         """The attempt directories (see `ContainerSpec.attempt_dirs`), then the spec's seed."""
@@ -462,14 +523,13 @@ class AttemptContainer:
     def unset_names(self) -> tuple[str, ...]:
         """The variables a commit blanked in this container's image (`UNSET_LABEL`): a
         process started here should not see them at all."""
-        api = self._container.client.api
-        try:
-            image = api.inspect_container(self.id)["Image"]
-            labels = api.inspect_image(image).get("Config", {}).get("Labels") or {}
-        except (docker.errors.DockerException, KeyError):
-            return ()
-        names = str(labels.get(UNSET_LABEL) or "").split()
-        return tuple(name for name in names if ENV_NAME.fullmatch(name))
+        image = self.image
+        if image is None:
+            try:
+                image = str(self._container.client.api.inspect_container(self.id)["Image"])
+            except (docker.errors.DockerException, KeyError):
+                return ()
+        return image_unset_names(image)
 
     def lost(self, grace: float = 0.0) -> bool:
         """Whether this container stopped or went from outside (`stopped_from_outside`). A
@@ -523,6 +583,17 @@ class AttemptContainer:
             self.network_owner.remove_later()
 
 
+def image_unset_names(image: str) -> tuple[str, ...]:
+    """The variables a commit blanked in `image` (`UNSET_LABEL`); () when it has none or the
+    engine cannot say."""
+    try:
+        labels = client().api.inspect_image(image).get("Config", {}).get("Labels") or {}
+    except (docker.errors.DockerException, EnvironmentFailure, AttributeError):
+        return ()
+    names = str(labels.get(UNSET_LABEL) or "").split()
+    return tuple(name for name in names if ENV_NAME.fullmatch(name))
+
+
 def bounded_tail(chunks: Iterable[bytes], limit: int) -> bytes:
     """The last `limit` bytes of a stream of chunks, holding at most about twice that."""
     kept = bytearray()
@@ -544,10 +615,10 @@ def copy_bounded(source: IO[bytes], target: IO[bytes], limit: int | None) -> Non
         left -= len(chunk)
 
 
-def _create_and_start(arguments: dict[str, Any]) -> Any:
-    """`containers.run(detach=True)` without its inspect of the new container: create (the
-    image pulled when the engine lacks it), start, and a model holding only the id (every
-    method used here needs no more; `running` reloads it)."""
+def _create(arguments: dict[str, Any]) -> Any:
+    """`containers.create` without its inspect of the new container: create (the image
+    pulled when the engine lacks it) and a model holding only the id (every method used here
+    needs no more; `running` reloads it)."""
     engine = client()
     create = _create_container_args({**arguments, "version": engine.api._version})
     try:
@@ -559,12 +630,16 @@ def _create_and_start(arguments: dict[str, Any]) -> Any:
     if _interrupted.is_set():  # made after Ctrl-C's listing, or while it ran: never started
         AttemptContainer(container).remove()
         raise EnvironmentFailure("interrupted", "the run was interrupted before it started")
+    return container
+
+
+def _start(container: Any) -> None:
+    """Start a created container; one that cannot start is removed."""
     try:
-        engine.api.start(created["Id"])
+        container.client.api.start(container.id)
     except BaseException:
         AttemptContainer(container).remove()
         raise
-    return container
 
 
 _removals: set[Future[Any]] = set()

@@ -104,6 +104,19 @@ class ScoringSession:
         self.restore(container)
         return container
 
+    def one_shot_container(self, spec: ContainerSpec) -> AttemptContainer | None:
+        """A created, not yet started, container of the attempt's committed image that will
+        run `spec.command` and end (`AttemptContainer.run_attached`), when nothing must be
+        put in place by a command first: the image is here, the scoring is not isolated, and
+        no `evaluation.collect` copies are placed. None otherwise: use `scoring_container`."""
+        if self.host_image is not None or self.attempt_image is None:
+            return None
+        if self.collected is not None and self.lock.task.evaluation.collect:
+            return None
+        if not image_exists(self.attempt_image):
+            return None
+        return self._start_first(dataclasses.replace(spec, image=self.attempt_image), start=False)
+
     def scoring_container(self, base: ContainerSpec) -> AttemptContainer:
         """The container an evaluator scores in: a fresh scoring host with the harvested
         workspace when isolated, else `attempt_container`; then the collected paths."""
@@ -133,26 +146,28 @@ class ScoringSession:
                 hint="fix the entry in task.yaml (that re-runs the attempt), or use --fresh",
             )
 
-    def start(self, spec: ContainerSpec) -> AttemptContainer:
-        """Start a container for scoring (labelled; removed when the session closes)."""
+    def start(self, spec: ContainerSpec, *, start: bool = True) -> AttemptContainer:
+        """Start a container for scoring (labelled; removed when the session closes);
+        `start` False: only create it (see `AttemptContainer.create`)."""
         labels = (*spec.labels, (ATTEMPT_LABEL, self.attempt_id), (LABEL, "scoring"))
-        container = AttemptContainer.start(dataclasses.replace(spec, labels=labels))
+        labelled = dataclasses.replace(spec, labels=labels)
+        container = AttemptContainer.start(labelled) if start else AttemptContainer.create(labelled)
         self._started.append(container)
         return container
 
-    def _start_first(self, spec: ContainerSpec) -> AttemptContainer:
+    def _start_first(self, spec: ContainerSpec, *, start: bool = True) -> AttemptContainer:
         """`start` the container the verifier scores in: in a network namespace the run
         stage had started for it (`environments.standby`), when one is ready on the spec's
         network, else as any other."""
         network = Network.of(spec)
         placeholder = standby().take(network) if network is not None else None
         if placeholder is None:
-            return self.start(spec)
+            return self.start(spec, start=start)
         try:
-            container = self.start(joined(spec, placeholder))
+            container = self.start(joined(spec, placeholder), start=start)
         except EnvironmentFailure:  # the placeholder is gone: start on our own
             placeholder.remove_later()
-            return self.start(spec)
+            return self.start(spec, start=start)
         container.network_owner = placeholder
         return container
 

@@ -11,6 +11,13 @@ runs on ageval's own Python, mounted read-only (`evaluation/runtime.py`), not th
 an isolated host (which the agent never touched) on the host's own CPython. It runs as
 evaluate_host's user (root when none is set). /tmp is a tmpfs of evaluation.tmpfs_mb. Its
 network (and the `egress: llm` fence) is `evaluation/networks.py`'s, as Harbor's verifier's.
+
+Mostly (the committed image is here, no user, no scoring hosts, no `evaluation.collect`
+copies: `evaluate_once`), the runner is the container's main process, as `docker run` starts
+one: the container is created, the files copied in, and it is started attached to its output;
+it ends with the runner. No process of the image runs (not its shell, not its `timeout`), and
+the engine does no exec and no kill. Otherwise (`evaluate_in`), the container idles under
+its init and the runner runs by an exec, after the commands that put files in place.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agevalx.environments.container import HOME, WORKSPACE, AttemptContainer, ContainerSpec
+from agevalx.environments.container import (
+    HOME,
+    WORKSPACE,
+    AttemptContainer,
+    ContainerSpec,
+    image_unset_names,
+)
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.evaluation.hosts import ScoringHosts, exec_with_channel
 from agevalx.evaluation.networks import scoring_fence, scoring_network
@@ -116,6 +129,113 @@ def evaluate_in(
         raise _lost_failure(f"{exc.code}: {exc.message}") from None
 
 
+@dataclass(frozen=True)
+class _Evaluation:
+    """One evaluation's private directory in the scoring container (a random name, so
+    nothing the agent left is written through), and the mark its result is printed after."""
+
+    private: str
+    mark: str
+
+    @classmethod
+    def new(cls) -> _Evaluation:
+        return cls(f"/.ageval-eval-{uuid.uuid4().hex}", f"ageval-result-{uuid.uuid4().hex}")
+
+    def archive(self, task_dir: Path, lock: TaskLock, run: RunFacts, runtime: Python) -> bytes:
+        """The tar to extract at `/`: the task's files, the runner and its context."""
+        context = {**_context_document(lock, run, self.private, runtime), "result_mark": self.mark}
+        files = {
+            "evaluate.py": (RUNNER.read_bytes(), 0o644),
+            "context.json": (json.dumps(context).encode(), 0o644),
+        }
+        return evaluation_archive(self.private, task_dir, files)
+
+    def command(self, runtime: Python) -> list[str]:
+        """The runner's argv."""
+        return runtime.command(*self._arguments)
+
+    def main_command(self, runtime: Python, unset: tuple[str, ...]) -> list[str]:
+        """The runner's argv as a container's main process, with no shell to prepare its
+        start: a few lines of Python (`MAIN`) remove the `unset` variables from the
+        environment and make the home directory, then run the runner as a script."""
+        return runtime.command("-c", MAIN, HOME, " ".join(unset), *self._arguments)
+
+    @property
+    def _arguments(self) -> tuple[str, str, str]:
+        private = self.private
+        return f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
+
+
+MAIN = """\
+import os, sys
+home, unset = sys.argv[1], sys.argv[2].split()
+for name in unset:
+    os.environ.pop(name, None)
+try:
+    os.makedirs(home, exist_ok=True)
+except OSError:
+    pass
+sys.argv = sys.argv[3:]
+with open(sys.argv[0], "rb") as source:
+    code = compile(source.read(), sys.argv[0], "exec")
+exec(code, {"__name__": "__main__", "__file__": sys.argv[0], "__builtins__": __builtins__})
+"""
+"""What a one-shot scoring container's runtime runs (`-c`) before the runner: what the shell
+of `evaluate_in`'s exec does (main_environment's variables, blanked in the committed image,
+are not the evaluator's, seed 000: unset, not merely empty; the home the runner expects),
+without any program of the image's."""
+
+
+def evaluate_once(
+    container: AttemptContainer, evaluation: _Evaluation, archive: bytes, seconds: float
+) -> dict[str, Any]:
+    """Run a created one-shot scoring container (`ScoringSession.one_shot_container`, its
+    command `evaluation.command`): the evaluation's files copied in before it starts, its
+    output read attached, as `docker run` does; its result document. Nothing of the image
+    runs but the runner (no shell, no `timeout`), and the container ends with it."""
+    try:
+        container.put_archive("/", archive)
+        result = container.run_attached(timeout=seconds)
+        if result.timed_out:
+            raise _timeout_failure(seconds)
+        if result.exit_code in KILLED_EXITS and container.lost():
+            raise _lost_failure(f"the evaluator's container ended with {result.exit_code}")
+    except EnvironmentFailure as exc:
+        if exc.code in (LOST, "evaluate_timeout") or not _lost(container, None):
+            raise
+        raise _lost_failure(f"{exc.code}: {exc.message}") from None
+    return _result_document(container, evaluation, result.exit_code, result.output)
+
+
+def _timeout_failure(seconds: float) -> EnvironmentFailure:
+    return EnvironmentFailure(
+        "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
+    )
+
+
+def _result_document(
+    container: AttemptContainer, evaluation: _Evaluation, exit_code: int, output: str
+) -> dict[str, Any]:
+    """The result the runner printed after its mark, else its result.json (read from the
+    container, which may have stopped), else an ERROR."""
+    output, printed = printed_result(output, evaluation.mark)
+    raw = (
+        printed if printed is not None else container.read_file(f"{evaluation.private}/result.json")
+    )
+    if raw is None:
+        return {
+            "status": "ERROR",
+            "error": {
+                "type": "EvaluatorDidNotRun",
+                "message": f"the evaluator runner exited with {exit_code}",
+            },
+            "evaluator_output": output[-OUTPUT_TAIL:],
+        }
+    document: dict[str, Any] = json.loads(raw)
+    document["evaluator_output"] = output[-OUTPUT_TAIL:]
+    return document
+
+
 def _evaluate_in(
     container: AttemptContainer,
     task_dir: Path,
@@ -126,14 +246,9 @@ def _evaluate_in(
     hosts: ScoringHosts | None,
     environment: dict[str, str] | None,
 ) -> dict[str, Any]:
-    private = f"/.ageval-eval-{uuid.uuid4().hex}"
-    mark = f"ageval-result-{uuid.uuid4().hex}"
-    context = {**_context_document(lock, run, private, runtime), "result_mark": mark}
-    files = {
-        "evaluate.py": (RUNNER.read_bytes(), 0o644),
-        "context.json": (json.dumps(context).encode(), 0o644),
-    }
-    container.put_archive("/", evaluation_archive(private, task_dir, files))
+    evaluation = _Evaluation.new()
+    private = evaluation.private
+    container.put_archive("/", evaluation.archive(task_dir, lock, run, runtime))
     if user:
         container.root_exec(f"chown -R {shlex.quote(user)} {private}")
     seconds = lock.task.limits.evaluate_seconds
@@ -147,9 +262,7 @@ def _evaluate_in(
         # the scoring container was started without an exec making these (`attempt_dirs`)
         f'{unset}mkdir -p {WORKSPACE} {HOME} && cd {WORKSPACE} && exec "$@"',
         "ageval-evaluate",
-        *runtime.command(
-            f"{private}/evaluate.py", f"{private}/context.json", f"{private}/result.json"
-        ),
+        *evaluation.command(runtime),
     ]
     if hosts is None:
         result = container.exec(
@@ -174,23 +287,8 @@ def _evaluate_in(
     if _lost(container, result.exit_code):  # killed or removed from outside meanwhile
         raise _lost_failure(f"the evaluator's exec ended with {result.exit_code}")
     if result.timed_out:
-        raise EnvironmentFailure(
-            "evaluate_timeout", f"evaluator.py did not finish within {seconds} s (evaluate_seconds)"
-        )
-    output, printed = printed_result(result.output, mark)
-    raw = printed if printed is not None else container.read_file(f"{private}/result.json")
-    if raw is None:
-        return {
-            "status": "ERROR",
-            "error": {
-                "type": "EvaluatorDidNotRun",
-                "message": f"the evaluator runner exited with {result.exit_code}",
-            },
-            "evaluator_output": output[-OUTPUT_TAIL:],
-        }
-    document: dict[str, Any] = json.loads(raw)
-    document["evaluator_output"] = output[-OUTPUT_TAIL:]
-    return document
+        raise _timeout_failure(seconds)
+    return _result_document(container, evaluation, result.exit_code, result.output)
 
 
 def printed_result(output: str, mark: str) -> tuple[str, str | None]:
@@ -301,9 +399,13 @@ class EvaluatorPy(Verifier):
         *,
         fenced: bool,
     ) -> EvaluationResult:
+        names = sorted(session.lock.task.evaluation.environments)
+        if not spec.user and not (names and session.environment_image is not None):
+            document = self._verify_once(session, spec, runtime, environment, fenced=fenced)
+            if document is not None:
+                return _finished(document, started)
         container = session.scoring_container(spec)
         hosts = None
-        names = sorted(session.lock.task.evaluation.environments)
         if names and session.environment_image is not None:
             hosts = ScoringHosts(names, session.environment_image, session.start, spec)
         try:
@@ -319,9 +421,46 @@ class EvaluatorPy(Verifier):
             )
         finally:  # a fence's network goes only once its container is gone
             session.discard(container, later=not fenced)
-        document["seconds"] = round(time.monotonic() - started, 3)
-        document.pop("usage", None)  # counted by the gateway, never taken from the evaluator
-        return checked(document)
+        return _finished(document, started)
+
+    def _verify_once(
+        self,
+        session: ScoringSession,
+        spec: ContainerSpec,
+        runtime: Python,
+        environment: dict[str, str],
+        *,
+        fenced: bool,
+    ) -> dict[str, Any] | None:
+        """Score in a container whose main process is the runner (`evaluate_once`), when
+        the session can offer one (no user to own the files, no scoring hosts to talk to,
+        nothing to put in place by a command); None otherwise."""
+        if session.attempt_image is None or session.host_image is not None:
+            return None
+        evaluation = _Evaluation.new()
+        variables = {**environment, **runtime.environment}
+        unset = image_unset_names(session.attempt_image)
+        once = dataclasses.replace(
+            spec,
+            command=tuple(evaluation.main_command(runtime, unset)),
+            workdir=WORKSPACE,
+            environment=(*spec.environment, *sorted(variables.items())),
+        )
+        container = session.one_shot_container(once)
+        if container is None:
+            return None
+        try:
+            archive = evaluation.archive(session.task_dir, session.lock, session.run, runtime)
+            seconds = session.lock.task.limits.evaluate_seconds
+            return evaluate_once(container, evaluation, archive, seconds)
+        finally:
+            session.discard(container, later=not fenced)
+
+
+def _finished(document: dict[str, Any], started: float) -> EvaluationResult:
+    document["seconds"] = round(time.monotonic() - started, 3)
+    document.pop("usage", None)  # counted by the gateway, never taken from the evaluator
+    return checked(document)
 
 
 def judge_routes(

@@ -44,7 +44,7 @@ def session_events() -> Iterator[collections.Counter[str]]:
     counted.update(str(event["Action"]).split(":")[0] for event in events)
 
 
-def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
+def test_a_fresh_attempt_uses_three_containers_one_exec_and_leaves_nothing(
     copy_dataset, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a bundles folder of its own: the first run extracts the evaluator's runtime into it
@@ -59,18 +59,21 @@ def test_a_fresh_attempt_uses_three_containers_two_execs_and_leaves_nothing(
     # the attempt container, the scoring container, and the placeholder holding the scoring
     # container's network namespace, started while the run stage ran
     assert events["create"] == 3 and events["destroy"] == 3, events
-    # oracle: solve.sh (the image's shell was asked once, by the first run of this process);
-    # scoring: the evaluator, which makes the attempt directories it needs itself. The
-    # environment's directories come in a copy, not an exec. The task has no run.py, so its
-    # one invocation's checkpoint is the container's last: no stat listing to seed another.
-    assert events["exec_create"] == 2, events
+    # oracle: solve.sh (the image's shell was asked once, by the first run of this process).
+    # The environment's directories come in a copy, not an exec. The task has no run.py, so
+    # its one invocation's checkpoint is the container's last: no stat listing to seed
+    # another. The scoring container runs the evaluator's runner as its main process, attached
+    # as `docker run` attaches: no exec, and it ends by itself, so only the attempt container
+    # and the placeholder are killed
+    assert events["exec_create"] == 1 and events["attach"] == 1, events
+    assert events["kill"] == 2 and events["die"] == 3, events
     # the agent had stopped: the commit freezes nothing
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
     # the attempt directories (the image runs as root); the oracle's solution/; the
     # evaluator's files in one archive
     assert events["extract-to-dir"] == 3, events
     # the checkpoint reads the workspace and the home (the final snapshot is that
-    # checkpoint's: nothing happened since); the evaluator's result comes in its exec's output
+    # checkpoint's: nothing happened since); the evaluator's result comes in its output
     assert events["archive-path"] == 2, events
     runtimes = list(bundles.glob("evaluator-python-*/lib/python3.*"))
     assert len(runtimes) == 1

@@ -58,14 +58,16 @@ def evaluate(ctx):
             pass
     view = {
         "listening": listening(),
-        "sleeps": sum(1 for command in commands if command.startswith("sleep ")),
+        # the runner (and the init that started it) is all that runs: no process of the
+        # image's, not even an idle one
+        "others": [command for command in commands if ".ageval-eval-" not in command],
         "servers": [command for command in commands if "http.server" in command],
         "interfaces": sorted(os.listdir("/sys/class/net")),
         "host_gateway": "host.docker.internal" in open("/etc/hosts").read(),
         "resolves": bool(socket.gethostbyname("host.docker.internal")),
         "answer": (ctx.workspace / "out.txt").read_text().strip(),
     }
-    clean = not view["listening"] and not view["servers"] and view["sleeps"] == 1
+    clean = not view["listening"] and not view["servers"] and not view["others"]
     ok = clean and view["answer"] == "ok" and view["host_gateway"] and "eth0" in view["interfaces"]
     return {"status": "PASS" if ok else "FAIL", "details": view}
 """
@@ -164,6 +166,7 @@ def test_the_evaluator_sees_no_process_or_socket_the_agent_left_and_reaches_the_
     assert code == 0 and result["status"] == "PASS", result
     details = result["details"]
     assert details["listening"] == [] and details["servers"] == [], details
+    assert details["others"] == [], details
 
 
 def test_a_rescore_from_the_cache_starts_its_container_on_its_own(

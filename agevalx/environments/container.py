@@ -19,6 +19,7 @@ from typing import IO, Any, BinaryIO, TypeVar
 
 import docker
 from docker.models.containers import _create_container_args
+from docker.types.daemon import CancellableStream
 
 from agevalx.environments.archive import (
     ChunkReader,
@@ -240,7 +241,7 @@ class AttemptContainer:
 
         timer = threading.Timer(timeout, kill) if timeout is not None else None
         try:
-            stream = api.attach(self.id, stdout=True, stderr=True, stream=True, logs=True)
+            stream = _attach(api, self.id)
             try:
                 try:
                     _start(self._container)
@@ -529,7 +530,7 @@ class AttemptContainer:
                 image = str(self._container.client.api.inspect_container(self.id)["Image"])
             except (docker.errors.DockerException, KeyError):
                 return ()
-        return image_unset_names(image)
+        return image_unset_names(image) or ()
 
     def lost(self, grace: float = 0.0) -> bool:
         """Whether this container stopped or went from outside (`stopped_from_outside`). A
@@ -583,11 +584,24 @@ class AttemptContainer:
             self.network_owner.remove_later()
 
 
-def image_unset_names(image: str) -> tuple[str, ...]:
+def _attach(api: Any, container: str) -> Any:
+    """A stream of the container's stdout and stderr, from its start (`logs`), as the SDK's
+    `attach(stream=True, logs=True)` gives, without the inspect it makes to learn whether the
+    container has a TTY: none of ageval's has."""
+    params = {"logs": 1, "stdout": 1, "stderr": 1, "stream": 1}
+    headers = {"Connection": "Upgrade", "Upgrade": "tcp"}
+    url = api._url("/containers/{0}/attach", container)
+    response = api._post(url, headers=headers, params=params, stream=True)
+    return CancellableStream(api._read_from_socket(response, True, False), response)
+
+
+def image_unset_names(image: str) -> tuple[str, ...] | None:
     """The variables a commit blanked in `image` (`UNSET_LABEL`); () when it has none or the
-    engine cannot say."""
+    engine cannot say; None when the engine has no such image."""
     try:
         labels = client().api.inspect_image(image).get("Config", {}).get("Labels") or {}
+    except docker.errors.ImageNotFound:
+        return None
     except (docker.errors.DockerException, EnvironmentFailure, AttributeError):
         return ()
     names = str(labels.get(UNSET_LABEL) or "").split()

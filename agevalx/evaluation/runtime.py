@@ -90,7 +90,19 @@ class EvaluatorRuntime:
 
 
 def source_image() -> tuple[str, str]:
-    """The first source image present (or pullable) and its id."""
+    """The first source image present (or pullable) and its id; asked of the engine once per
+    process and client (every evaluation needs it)."""
+    engine = client()
+    found = _sources.get(id(engine))
+    if found is None or found[0] is not engine:
+        found = _sources[id(engine)] = (engine, _source_image())
+    return found[1]
+
+
+_sources: dict[int, tuple[object, tuple[str, str]]] = {}
+
+
+def _source_image() -> tuple[str, str]:
     for reference in SOURCE_IMAGES:
         found = _image_id(reference)
         if found is not None:

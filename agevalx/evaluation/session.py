@@ -105,15 +105,14 @@ class ScoringSession:
         return container
 
     def one_shot_container(self, spec: ContainerSpec) -> AttemptContainer | None:
-        """A created, not yet started, container of the attempt's committed image that will
-        run `spec.command` and end (`AttemptContainer.run_attached`), when nothing must be
-        put in place by a command first: the image is here, the scoring is not isolated, and
-        no `evaluation.collect` copies are placed. None otherwise: use `scoring_container`."""
+        """A created, not yet started, container of the attempt's committed image (which the
+        caller found on this engine) that will run `spec.command` and end
+        (`AttemptContainer.run_attached`), when nothing must be put in place by a command
+        first: the scoring is not isolated, and no `evaluation.collect` copies are placed.
+        None otherwise: use `scoring_container`."""
         if self.host_image is not None or self.attempt_image is None:
             return None
         if self.collected is not None and self.lock.task.evaluation.collect:
-            return None
-        if not image_exists(self.attempt_image):
             return None
         return self._start_first(dataclasses.replace(spec, image=self.attempt_image), start=False)
 

@@ -440,6 +440,8 @@ class EvaluatorPy(Verifier):
         evaluation = _Evaluation.new()
         variables = {**environment, **runtime.environment}
         unset = image_unset_names(session.attempt_image)
+        if unset is None:  # gone from this engine: the task image and the snapshots
+            return None
         once = dataclasses.replace(
             spec,
             command=tuple(evaluation.main_command(runtime, unset)),

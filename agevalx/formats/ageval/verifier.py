@@ -154,11 +154,11 @@ class _Evaluation:
         """The runner's argv."""
         return runtime.command(*self._arguments)
 
-    def main_command(self, runtime: Python, unset: tuple[str, ...]) -> list[str]:
+    def main_command(self, runtime: Python, unset: tuple[str, ...], home: str = HOME) -> list[str]:
         """The runner's argv as a container's main process, with no shell to prepare its
         start: a few lines of Python (`MAIN`) remove the `unset` variables from the
-        environment and make the home directory, then run the runner as a script."""
-        return runtime.command("-c", MAIN, HOME, " ".join(unset), *self._arguments)
+        environment and make the `home` directory, then run the runner as a script."""
+        return runtime.command("-c", MAIN, home, " ".join(unset), *self._arguments)
 
     @property
     def _arguments(self) -> tuple[str, str, str]:

@@ -12,11 +12,20 @@ from pathlib import Path, PurePosixPath
 from agevalx.errors import AgevalError
 
 
-def tar_directory(source: Path, arcname: str) -> bytes:
-    """A tar of `source` whose top-level directory is `arcname`; symlinks are not followed."""
+def tar_directory(source: Path, arcname: str, executable: Iterable[str] = ()) -> bytes:
+    """A tar of `source` whose top-level directory is `arcname`; symlinks are not followed.
+    The regular files of `executable` (paths relative to `source`) are executable by all,
+    as `chmod +x` makes them."""
+    marked = {f"{arcname}/{name}" for name in executable}
+
+    def chmod(member: tarfile.TarInfo) -> tarfile.TarInfo:
+        if member.isfile() and member.name in marked:
+            member.mode |= 0o111
+        return member
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(source, arcname=arcname, recursive=True)
+        archive.add(source, arcname=arcname, recursive=True, filter=chmod)
     return buffer.getvalue()
 
 

@@ -371,14 +371,26 @@ class AttemptContainer:
     def exit_code_of(self, exec_id: str) -> int:
         return exec_exit_code(self._container.client.api, exec_id)
 
-    def put_directory(self, source: Path, destination: str) -> None:
-        """Copy a host directory to `destination` (created; its parent must exist).
+    def put_directory(
+        self, source: Path, destination: str, *, executable: Iterable[str] = ()
+    ) -> None:
+        """Copy a host directory to `destination` (created; its parent must exist); the
+        regular files of `executable` (relative paths) arrive executable by all.
 
         The archive is extracted at `/` with the whole path in its member names: Docker
         refuses a relative symlink that climbs above the directory it extracts into, and an
         agent may have left one (`../../../etc/passwd` under the workspace) that restores
         must keep as it was."""
-        self._put("/", tar_directory(source, destination.strip("/")))
+        self._put("/", tar_directory(source, destination.strip("/"), executable))
+
+    def default_user(self) -> str | None:
+        """The user the container's processes run as by default (its `User`: a name or uid,
+        with an optional group); empty for root; None when the engine cannot say."""
+        try:
+            config = self._container.client.api.inspect_container(self.id).get("Config") or {}
+        except docker.errors.DockerException:
+            return None
+        return str(config.get("User") or "")
 
     def put_files(self, destination: str, files: dict[str, tuple[bytes, int]]) -> None:
         self.root_exec(f"mkdir -p {shlex.quote(destination)}")

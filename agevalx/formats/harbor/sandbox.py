@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import tarfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import docker
@@ -225,13 +226,58 @@ def collect_artifacts(
 def reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> str:
     """Empty /logs/verifier and (when the tests are uploaded) /tests; the shell test.sh runs
     with (`shell_of`), asked in the same exec."""
+    return _reset(container, upload_tests, "").shell
+
+
+@dataclass(frozen=True)
+class VerifierSetup:
+    """What `prepare_verifier` found: the shell test.sh runs with, and its user's home."""
+
+    shell: str
+    home: str
+
+
+HOME_MARK = "ageval-home="
+
+
+def prepare_verifier(
+    container: AttemptContainer, upload_tests: bool, test_script: str | None
+) -> VerifierSetup:
+    """`reset_verifier_dirs`, the home of the image's default user (as `home_of` finds it)
+    and, with `test_script`, its `chmod +x` (whose failure is ignored, as before), in one
+    root exec: `home_of` and the chmod took an exec each."""
+    user = container.default_user()
+    if user is None:  # the engine cannot say whose: ask as that user
+        home = home_of(container, None)
+        shell = reset_verifier_dirs(container, upload_tests)
+        if test_script is not None:
+            container.exec(f"chmod +x {shlex.quote(test_script)}", workdir="/", user=ROOT)
+        return VerifierSetup(shell=shell, home=home)
+    name = user.split(":", 1)[0]
+    uid = f"$(id -u {shlex.quote(name)} 2>/dev/null)" if name else "0"
+    extra = f'printf "{HOME_MARK}%s\\n" "$(getent passwd "{uid}" | cut -d: -f6 | head -n 1)"; '
+    if test_script is not None:
+        extra = f"chmod +x {shlex.quote(test_script)} 2>/dev/null; " + extra
+    return _reset(container, upload_tests, extra)
+
+
+def _reset(container: AttemptContainer, upload_tests: bool, extra: str) -> VerifierSetup:
+    """The reset of `reset_verifier_dirs`, then the commands `extra`, then the shell probe;
+    the home `extra` printed after `HOME_MARK` (`/` when none)."""
     targets = f"{TESTS} {VERIFIER_LOGS}" if upload_tests else VERIFIER_LOGS
     command = f"rm -rf {targets} && mkdir -p {targets} && chmod 777 {VERIFIER_LOGS}"
-    result = container.exec(f"{command} && {{ {SHELL_PROBE}; }}", workdir="/", user=ROOT)
+    result = container.exec(f"{command} && {{ {extra}{SHELL_PROBE}; }}", workdir="/", user=ROOT)
     if result.exit_code != 0:
         raise EnvironmentFailure(
             "exec_failed",
             f"emptying /tests and /logs/verifier failed ({result.exit_code}): "
             + result.output[-500:],
         )
-    return "bash" if result.output.strip().endswith("bash") else "sh"
+    homes = [
+        line.removeprefix(HOME_MARK).strip()
+        for line in result.output.splitlines()
+        if line.startswith(HOME_MARK)
+    ]
+    home = homes[-1] if homes and homes[-1].startswith("/") else "/"
+    shell = "bash" if result.output.strip().endswith("bash") else "sh"
+    return VerifierSetup(shell=shell, home=home)

@@ -41,8 +41,8 @@ from agevalx.formats.harbor.sandbox import (
     TESTS,
     VERIFIER_LOGS,
     home_of,
+    prepare_verifier,
     read_text,
-    reset_verifier_dirs,
     run_shell,
     shell_of,
     tail,
@@ -81,14 +81,18 @@ def _verify(
 ) -> VerifierOutcome:
     verifier = spec.verifier
     upload = verifier.separate is None or not verifier.separate.bundled_tests
-    home = home_of(container, None)
-    shell = reset_verifier_dirs(container, upload)
+    script = verifier.tests_dir / "test.sh"
+    # an uploaded regular test.sh arrives executable: no chmod after the copy
+    arrives_executable = upload and script.is_file() and not script.is_symlink()
+    setup = prepare_verifier(container, upload, None if upload else TEST_SCRIPT)
+    shell, home = setup.shell, setup.home
     if upload:
-        if not (verifier.tests_dir / "test.sh").is_file():
+        if not script.is_file():
             message = f"no tests/test.sh in {spec.dir}"
             return verifier_outcome(VerifierStatus.ERROR, VERIFIER_FAILED, message, started)
-        container.put_directory(verifier.tests_dir, TESTS)
-    container.exec(f"chmod +x {TEST_SCRIPT}", workdir="/", user=ROOT)
+        container.put_directory(verifier.tests_dir, TESTS, executable=("test.sh",))
+        if not arrives_executable:  # a link: chmod makes its target executable
+            container.exec(f"chmod +x {TEST_SCRIPT}", workdir="/", user=ROOT)
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return verifier_timeout(spec, started, None)

@@ -1,6 +1,7 @@
 """What a Harbor trial's verification asks of the Docker engine: a scoring container that
-starts in the namespace made while the run stage ran, and four execs in it (the user's home,
-emptying /tests and /logs/verifier with the shell probe, chmod of test.sh, test.sh)."""
+starts in the namespace made while the run stage ran, and two execs in it (emptying /tests and
+/logs/verifier with the shell probe and the default user's home; test.sh, which arrived
+executable); and that test.sh still runs as the image's default user, with its home."""
 
 from __future__ import annotations
 
@@ -37,14 +38,18 @@ def session_events() -> contextlib.AbstractContextManager[list[dict[str, Any]]]:
     return watching({"type": "container", "label": f"ageval.session={SESSION}"})
 
 
-def test_a_harbor_verification_takes_four_execs_in_a_container_on_a_standby_namespace(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_engine: object
-) -> None:
-    for relative, text in TASK_FILES.items():
-        path = tmp_path / "dataset" / "answer" / relative
+def _write(dataset: Path, files: dict[str, str], mode: int = 0o755) -> None:
+    for relative, text in files.items():
+        path = dataset / "answer" / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        path.chmod(0o755)
+        path.chmod(mode)
+
+
+def test_a_harbor_verification_takes_two_execs_in_a_container_on_a_standby_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_engine: object
+) -> None:
+    _write(tmp_path / "dataset", TASK_FILES)
     argv = ["run", str(tmp_path / "dataset"), "--agent", "oracle", "--json"]
     with session_events() as events:
         code = main(argv)
@@ -61,4 +66,31 @@ def test_a_harbor_verification_takes_four_execs_in_a_container_on_a_standby_name
         for event in events
         if str(event.get("Action", "")).startswith("exec_create")
     )
-    assert execs["scoring"] == 4 and not execs["scoring-network"], execs
+    assert execs["scoring"] == 2 and not execs["scoring-network"], execs
+
+
+USER_TASK = {
+    **{name: text for name, text in TASK_FILES.items() if name != "task.toml"},
+    "task.toml": "[verifier]\ntimeout_sec = 60.0\n",
+    "environment/Dockerfile": (
+        "FROM ageval/base:bookworm\n"
+        "RUN useradd -m -d /home/tester tester && chmod 777 /tmp\n"
+        "USER tester\n"
+    ),
+    "tests/test.sh": (
+        "#!/bin/bash\n"
+        'echo "as $(id -un) home $HOME"\n'
+        'if [ "$(id -un)" = tester ] && [ "$HOME" = /home/tester ]; then echo 1; else echo 0; fi'
+        " > /logs/verifier/reward.txt\n"
+    ),
+}
+
+
+def test_test_sh_runs_as_the_images_default_user_with_its_home_though_not_executable_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_engine: object
+) -> None:
+    # every file of the task, tests/test.sh too, without an executable bit on this machine
+    _write(tmp_path / "dataset", USER_TASK, mode=0o644)
+    code = main(["run", str(tmp_path / "dataset"), "--agent", "oracle", "--json"])
+    (result,) = json.loads(capsys.readouterr().out)["results"]
+    assert code == 0 and result["score"] == 1.0, result

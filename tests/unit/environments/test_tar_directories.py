@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agevalx.environments.archive import tar_directories
+from agevalx.environments.archive import tar_directories, tar_directory
 
 pytestmark = pytest.mark.unit
 
@@ -51,3 +51,20 @@ def test_a_seed_tree_follows_the_directories_at_its_full_container_path(tmp_path
     with tarfile.open(fileobj=io.BytesIO(archive)) as opened:
         extracted = opened.extractfile("attempt/workspace/data/input.jsonl")
         assert extracted is not None and extracted.read() == b'{"n": 1}\n'
+
+
+def test_the_named_regular_files_of_a_directory_arrive_executable(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text("echo hi\n")
+    (tests / "test.sh").chmod(0o640)
+    (tests / "helper.sh").write_text("echo helper\n")
+    (tests / "helper.sh").chmod(0o640)
+    (tests / "link.sh").symlink_to("helper.sh")
+    data = tar_directory(tests, "tests", executable=("test.sh", "link.sh"))
+    modes = {m.name: (m.type, m.mode) for m in _members(data)}
+    # as `chmod +x`: executable by all, the rest of the mode kept
+    assert modes["tests/test.sh"] == (tarfile.REGTYPE, 0o751)
+    # only the named files; a link's own mode means nothing (its target is not in the tar)
+    assert modes["tests/helper.sh"] == (tarfile.REGTYPE, 0o640)
+    assert modes["tests/link.sh"][0] == tarfile.SYMTYPE

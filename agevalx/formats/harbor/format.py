@@ -303,8 +303,8 @@ class HarborRuntime(TaskRuntime):
     def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
         """/logs/artifacts and the declared `[[artifacts]]`, as Harbor's trial collects them,
         once /logs and /logs/agent are known to be directories still."""
-        check_log_dirs(container, self.spec)
-        collect_artifacts(container, self.spec, into)
+        directories = check_log_dirs(container, self.spec)
+        collect_artifacts(container, self.spec, into, directories)
 
     def scoring_network(self) -> Network | None:
         """The scoring host's network when test.sh or a verifier class scores in a container

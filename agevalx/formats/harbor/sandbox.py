@@ -149,16 +149,25 @@ LOG_DIRS = (LOGS, AGENT_LOGS)
 replace them): the artifacts and the verifier's logs live under them."""
 
 
-def check_log_dirs(container: AttemptContainer, spec: HarborTaskSpec) -> None:
+def check_log_dirs(container: AttemptContainer, spec: HarborTaskSpec) -> list[bool] | None:
     """Raise `harbor_logs_replaced` when the agent left /logs or /logs/agent as something
-    other than a directory (a file, a link): the task fails with a code, not a Docker error."""
+    other than a directory (a file, a link): the task fails with a code, not a Docker error.
+    Asked in the same exec: which entries of the collection set (`artifact_entries`) are
+    directories, in order (None when the answer is not whole: each is then asked apart)."""
     script = " ".join(
-        f"{{ [ -d {path} ] && [ ! -L {path} ]; }} || echo {path};" for path in LOG_DIRS
+        f"{{ [ -d {path} ] && [ ! -L {path} ]; }} || echo {REPLACED}{path};" for path in LOG_DIRS
     )
+    entries = artifact_entries(spec)
+    for artifact in entries:
+        source = shlex.quote(artifact.source)
+        script += f" if [ -d {source} ]; then echo {KIND}d; else echo {KIND}-; fi;"
     probe = container.exec(script, workdir="/", user=ROOT)
-    replaced = probe.output.split()
+    lines = probe.output.splitlines()
+    replaced = [line.removeprefix(REPLACED) for line in lines if line.startswith(REPLACED)]
+    kinds = [line.removeprefix(KIND) == "d" for line in lines if line.startswith(KIND)]
+    directories = kinds if probe.exit_code == 0 and len(kinds) == len(entries) else None
     if probe.exit_code != 0 or not replaced:
-        return
+        return directories
     raise HarborRunError(
         errors.LOGS_REPLACED,
         f"the agent replaced {replaced[0]} with something that is not a directory, so the "
@@ -166,6 +175,10 @@ def check_log_dirs(container: AttemptContainer, spec: HarborTaskSpec) -> None:
         field=replaced[0],
         hint="the agent must keep /logs and /logs/agent directories (it may write into them)",
     )
+
+
+REPLACED = "ageval-replaced="
+KIND = "ageval-kind="
 
 
 def _is_directory(container: AttemptContainer, path: str) -> bool:
@@ -198,16 +211,23 @@ UNSAFE_CODES = frozenset({"unsafe_path"})
 
 
 def collect_artifacts(
-    container: AttemptContainer, spec: HarborTaskSpec, destination: Path
+    container: AttemptContainer,
+    spec: HarborTaskSpec,
+    destination: Path,
+    directories: list[bool] | None = None,
 ) -> list[str]:
     """Copy the collection set out of the container, each entry to its host path under
     `destination`, files whole, as Harbor's artifact handler places them; returns the
-    sources found. `exclude` patterns are not applied; missing sources are skipped."""
+    sources found. `exclude` patterns are not applied; missing sources are skipped.
+    `directories`: which entries are directories (`check_log_dirs`), else asked per entry."""
     collected: list[str] = []
-    for artifact in artifact_entries(spec):
+    entries = artifact_entries(spec)
+    if directories is None or len(directories) != len(entries):
+        directories = [_is_directory(container, artifact.source) for artifact in entries]
+    for artifact, directory in zip(entries, directories, strict=True):
         target = host_path(destination, artifact)
         try:
-            if _is_directory(container, artifact.source):
+            if directory:
                 make_dirs(target.parent, destination)
                 if target.is_symlink():  # an earlier entry's link: never written through
                     raise AgevalError("unsafe_path", f"{target} is a symlink")

@@ -24,7 +24,13 @@ from agevalx.formats.harbor import (
 from agevalx.formats.harbor import errors as codes
 from agevalx.formats.harbor.format import open_harbor
 from agevalx.formats.harbor.options import HarborOptions
-from agevalx.formats.harbor.sandbox import SHELL_PROBE, check_log_dirs
+from agevalx.formats.harbor.sandbox import (
+    HOME_MARK,
+    KIND,
+    REPLACED,
+    SHELL_PROBE,
+    check_log_dirs,
+)
 from agevalx.formats.harbor.spec import HarborTaskSpec
 from agevalx.fsutil import write_inside
 from agevalx.lockfile.binding import BindingRequest
@@ -53,11 +59,16 @@ class FakeContainer:
     responders: list[Responder] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     uploads: list[tuple[Path, str]] = field(default_factory=list)
+    executable: list[str] = field(default_factory=list)
+    """Uploaded files that arrive executable (`put_directory(executable=)`)."""
     has_bash: bool = True
     stopped: bool = False
 
     def running(self) -> bool:
         return not self.stopped
+
+    def default_user(self) -> str:
+        return ""  # root
 
     def exec(
         self,
@@ -74,13 +85,17 @@ class FakeContainer:
             if answer is not None:
                 return answer
         if command.endswith(f"{SHELL_PROBE}; }}") or command == SHELL_PROBE:
-            return ExecResult(0, "bash\n" if self.has_bash else "sh\n")
+            home = f"{HOME_MARK}/root\n" if HOME_MARK in command else ""
+            return ExecResult(0, home + ("bash\n" if self.has_bash else "sh\n"))
         if command.startswith("getent passwd"):
             return ExecResult(0, "/root\n")
         return ExecResult(0, "")
 
-    def put_directory(self, source: Path, destination: str) -> None:
+    def put_directory(
+        self, source: Path, destination: str, *, executable: tuple[str, ...] = ()
+    ) -> None:
         self.uploads.append((source, destination))
+        self.executable.extend(f"{destination}/{name}" for name in executable)
 
     def get_directory(self, path: str, destination: Path) -> None:
         destination.mkdir(parents=True, exist_ok=True)
@@ -137,9 +152,12 @@ def test_verifier_runs_test_sh_directly_and_reads_reward_json_first(
     assert outcome.status == VerifierStatus.OK
     assert outcome.rewards == {"reward": 1, "extra": 0.5} and outcome.reward_file == "reward.json"
     assert outcome.exit_code == 7 and outcome.test_output == "all good\n"
-    reset, chmod, run = fake.runs("rm -rf"), fake.runs("chmod +x"), fake.runs("test-stdout")
+    reset, run = fake.runs("rm -rf"), fake.runs("test-stdout")
     assert "/tests /logs/verifier" in reset[0].command and reset[0].user == "root"
-    assert chmod[0].user == "root"
+    # the image's default user's home, asked in the reset's root exec (no exec of its own);
+    # test.sh arrives executable in the upload (no chmod exec)
+    assert HOME_MARK in reset[0].command and not fake.runs('getent passwd "$(id -u)"')
+    assert not fake.runs("chmod +x") and fake.executable == ["/tests/test.sh"]
     assert run[0].command.startswith("bash -c ")
     assert "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1" in run[0].command
     assert (run[0].workdir, run[0].user) == ("/app", None)  # `[verifier] user`: not applied
@@ -345,6 +363,35 @@ def test_artifacts_mirror_their_source_paths(make_task: TaskFactory, tmp_path: P
     assert (target / "renamed/copied-from.txt").read_text() == "/data"
 
 
+def test_the_log_check_asks_which_artifacts_are_directories_in_the_same_exec(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    toml = BASE_TOML + (
+        '\n[[artifacts]]\nsource = "/out/report.json"\n'
+        '\n[[artifacts]]\nsource = "/data"\ndestination = "renamed"\n'
+    )
+    spec = _spec(make_task, tmp_path, toml)
+    answer = "".join(f"{KIND}{kind}\n" for kind in "d-d")
+    fake = FakeContainer(
+        files={"/out/report.json": b"{}"},
+        responders=[lambda c: ExecResult(0, answer) if "[ -d /logs" in c else None],
+    )
+    directories = check_log_dirs(_as_container(fake), spec)
+    assert directories == [True, False, True]
+    (probe,) = fake.calls
+    assert "[ -d /out/report.json ]" in probe.command and "[ -d /data ]" in probe.command
+    target = tmp_path / "artifacts"
+    found = collect_artifacts(_as_container(fake), spec, target, directories)
+    assert found == ["/logs/artifacts", "/out/report.json", "/data"]
+    assert (target / "renamed/copied-from.txt").read_text() == "/data"
+    assert not fake.runs("test -d"), "no exec per entry"
+    # an answer that is not whole (an entry's line missing): each entry is asked apart
+    fake = FakeContainer(
+        responders=[lambda c: ExecResult(0, f"{KIND}d\n") if "[ -d /logs" in c else None]
+    )
+    assert check_log_dirs(_as_container(fake), spec) is None
+
+
 def test_a_test_sh_that_stops_the_container_is_a_sandbox_failure(
     make_task: TaskFactory, tmp_path: Path
 ) -> None:
@@ -357,7 +404,7 @@ def test_a_test_sh_that_stops_the_container_is_a_sandbox_failure(
     assert (alive.status, alive.code) == (VerifierStatus.INVALID, "verifier_result_invalid")
 
 
-@pytest.mark.parametrize(("answer", "replaced"), [("", None), ("/logs\n", "/logs")])
+@pytest.mark.parametrize(("answer", "replaced"), [("", None), (f"{REPLACED}/logs\n", "/logs")])
 def test_log_directories_replaced_by_the_agent_are_a_coded_failure(
     make_task: TaskFactory, tmp_path: Path, answer: str, replaced: str | None
 ) -> None:

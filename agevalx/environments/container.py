@@ -45,6 +45,8 @@ OUTPUT_LIMIT = 1 << 20
 COPY_CHUNK = 1 << 20
 PAUSE_TRIES = 5  # runc's freezer can give up on a container whose processes fork busily
 UNFROZEN_COPY_TRIES = 5
+ENDING_WAIT = 10.0
+"""Seconds a container ending by itself is given before it is removed by force."""
 REMOVERS = 2
 """Containers removed at once in the background (see `AttemptContainer.remove_later`)."""
 T = TypeVar("T")
@@ -57,6 +59,9 @@ class ExecResult:
     exit_code: int
     output: str
     timed_out: bool = False
+    ended: bool = True
+    """False: the output held what the caller waited for (`run_attached`'s `until`) and was
+    read no further; the command's end was not waited for (`exit_code` is then -1)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,8 @@ class AttemptContainer:
         self.network_owner: AttemptContainer | None = None
         """The container whose network namespace this one joined (see `standby`): removed
         right after this one."""
+        self._ending = False
+        """Its main process is ending by itself (`run_attached` stopped reading early)."""
 
     @property
     def id(self) -> str:
@@ -225,12 +232,19 @@ class AttemptContainer:
             ) from None
         return cls(container, spec.image)
 
-    def run_attached(self, timeout: float | None = None) -> ExecResult:
+    def run_attached(
+        self, timeout: float | None = None, *, until: bytes | None = None
+    ) -> ExecResult:
         """Start a created container (`create`) attached to its output, as `docker run`
         does, and wait for its main process to end: its exit code and the last
         `OUTPUT_LIMIT` bytes of its stdout and stderr. A `timeout` kills the container (exit
         137, `timed_out`). One engine call fewer than an exec in a running container, no
-        process of the image's other than the command, and no kill to remove it."""
+        process of the image's other than the command, and no kill to remove it.
+
+        `until`: a mark; once the output holds a whole line starting with it, reading stops
+        and the container's end is not waited for (`ended` False): the engine's teardown of
+        a stopping container (its mounts, its streams) then happens while the caller goes on,
+        as an exec's container's does when it is removed in the background."""
         api = self._container.client.api
         fired = threading.Event()
 
@@ -253,9 +267,13 @@ class AttemptContainer:
                 if timer is not None:
                     timer.daemon = True
                     timer.start()
-                kept = bounded_tail(stream, OUTPUT_LIMIT)
+                kept, seen = _read_until(stream, until)
             finally:
                 stream.close()
+            if seen:
+                self._ending = True
+                output = kept.decode("utf-8", errors="replace")
+                return ExecResult(exit_code=-1, output=output, ended=False)
             exit_code = int(api.wait(self.id).get("StatusCode", -1))
         except docker.errors.NotFound:
             exit_code, kept = 137, b""  # removed from outside: see `lost`
@@ -591,9 +609,16 @@ class AttemptContainer:
     def remove_later(self) -> None:
         """`remove` in the background (see `in_background`); the container whose namespace
         it joined goes at the same time (nothing runs in it any more)."""
-        in_background(self._remove)
+        in_background(self._remove_once_ended if self._ending else self._remove)
         if self.network_owner is not None:
             self.network_owner.remove_later()
+
+    def _remove_once_ended(self) -> None:
+        """Remove a container whose main process is ending by itself once it has: a forced
+        removal would kill it, which the engine need not do."""
+        with contextlib.suppress(Exception):  # gone already, or slow to end: removed anyway
+            self._container.client.api.wait(self.id, timeout=ENDING_WAIT)
+        self._remove()
 
 
 def _attach(api: Any, container: str) -> Any:
@@ -618,6 +643,28 @@ def image_unset_names(image: str) -> tuple[str, ...] | None:
         return ()
     names = str(labels.get(UNSET_LABEL) or "").split()
     return tuple(name for name in names if ENV_NAME.fullmatch(name))
+
+
+def _read_until(chunks: Iterable[bytes], until: bytes | None) -> tuple[bytes, bool]:
+    """The last `OUTPUT_LIMIT` bytes of `chunks`, read to their end or, with `until`, to the
+    end of the first line that starts with it (then True)."""
+    if until is None:
+        return bounded_tail(chunks, OUTPUT_LIMIT), False
+    mark = b"\n" + until
+    kept = bytearray()
+    found = -1  # where the marked line starts in `kept`
+    for chunk in chunks:
+        start = max(0, len(kept) - len(mark))
+        kept += chunk
+        if found < 0:
+            found = kept.find(mark, start)
+        if found >= 0 and kept.find(b"\n", found + len(mark)) >= 0:
+            return bytes(kept[-OUTPUT_LIMIT:]), True
+        if len(kept) > 2 * OUTPUT_LIMIT:
+            cut = len(kept) - OUTPUT_LIMIT
+            del kept[:cut]
+            found = -1 if found < cut else found - cut
+    return bytes(kept[-OUTPUT_LIMIT:]), False
 
 
 def bounded_tail(chunks: Iterable[bytes], limit: int) -> bytes:

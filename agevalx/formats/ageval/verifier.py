@@ -195,7 +195,7 @@ def evaluate_once(
     runs but the runner (no shell, no `timeout`), and the container ends with it."""
     try:
         container.put_archive("/", archive)
-        result = container.run_attached(timeout=seconds)
+        result = container.run_attached(timeout=seconds, until=evaluation.mark.encode())
         if result.timed_out:
             raise _timeout_failure(seconds)
         if result.exit_code in KILLED_EXITS and container.lost():

@@ -190,9 +190,10 @@ def evaluate_once(
     container: AttemptContainer, evaluation: _Evaluation, archive: bytes, seconds: float
 ) -> dict[str, Any]:
     """Run a created one-shot scoring container (`ScoringSession.one_shot_container`, its
-    command `evaluation.command`): the evaluation's files copied in before it starts, its
-    output read attached, as `docker run` does; its result document. Nothing of the image
-    runs but the runner (no shell, no `timeout`), and the container ends with it."""
+    command `evaluation.main_command`): the evaluation's files copied in before it starts,
+    its output read attached, as `docker run` does, up to the runner's result line; its
+    result document. Nothing of the image runs but the runner (no shell, no `timeout`), and
+    the container ends with it."""
     try:
         container.put_archive("/", archive)
         result = container.run_attached(timeout=seconds, until=evaluation.mark.encode())

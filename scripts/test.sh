@@ -5,12 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/setup-docker.sh
-# The parity tests need the real harbor (a venv of its own, minutes of pip): it installs in
-# the background while the first integration tests run; a test that needs it waits on its lock.
+# The parity tests need the real harbor (a venv of its own, minutes of downloads): it installs
+# in the background from here on, beside the Docker engine's setup (which on a fresh machine
+# installs the engine and builds the base image: minutes that no test can use) and the first
+# integration tests; a test that needs it waits on its lock. It needs no engine and no apt.
 harbor_log=$(mktemp)
 .venv/bin/python -m agevalx.testing.harbor >"$harbor_log" 2>&1 &
 harbor_install=$!
+bash scripts/setup-docker.sh
 # The agents' bundles (npm and PyPI downloads, minutes) build in the background too, into the
 # bundles folder the agent tests share; a test whose bundle is still building waits on its lock.
 bundles_log=$(mktemp)

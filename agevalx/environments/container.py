@@ -196,6 +196,9 @@ class AttemptContainer:
         right after this one."""
         self._ending = False
         """Its main process is ending by itself (`run_attached` stopped reading early)."""
+        self.default_home: str | None = None
+        """The home of the container's default user, once a setup command asked for it
+        (Harbor's `prepare_environment`); None: not asked."""
 
     @property
     def id(self) -> str:

@@ -69,7 +69,10 @@ def shell_of(container: AttemptContainer) -> str:
 
 
 def home_of(container: AttemptContainer, user: str | None) -> str:
-    """The exec user's home directory from /etc/passwd (`/` when it has no entry)."""
+    """The exec user's home directory from /etc/passwd (`/` when it has no entry); for the
+    default user (None), what `prepare_environment` found, when it asked."""
+    if user is None and container.default_home is not None:
+        return container.default_home
     probe = container.exec(
         'getent passwd "$(id -u)" | cut -d: -f6', workdir="/", user=user, environment={}
     )
@@ -97,13 +100,14 @@ def run_shell(
     )
 
 
-def run_checked(container: AttemptContainer, command: str, what: str) -> None:
+def run_checked(container: AttemptContainer, command: str, what: str) -> ExecResult:
     """A root housekeeping command whose failure is a sandbox failure."""
     result = container.exec(command, workdir="/", user=ROOT)
     if result.exit_code != 0:
         raise EnvironmentFailure(
             "exec_failed", f"{what} failed ({result.exit_code}): {result.output[-500:]}"
         )
+    return result
 
 
 def read_text(container: AttemptContainer, path: str, limit: int = READ_LIMIT) -> bytes | None:
@@ -141,7 +145,13 @@ def prepare_environment(
         container.put_files(target, directory_files(spec.dir / "environment"))
     dirs = f"{AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACT_LOGS}"
     made = " ".join((dirs, *also))
-    run_checked(container, f"mkdir -p {made} && chmod 777 {dirs}", "creating /logs")
+    command = f"mkdir -p {made} && chmod 777 {dirs}"
+    user = container.default_user()
+    if user is None:  # the engine cannot say whose: `home_of` asks as that user
+        run_checked(container, command, "creating /logs")
+        return
+    result = run_checked(container, f"{command} && {{ {_home_probe(user)}; }}", "creating /logs")
+    container.default_home = _home_in(result.output)
 
 
 LOG_DIRS = (LOGS, AGENT_LOGS)
@@ -273,12 +283,28 @@ def prepare_verifier(
         if test_script is not None:
             container.exec(f"chmod +x {shlex.quote(test_script)}", workdir="/", user=ROOT)
         return VerifierSetup(shell=shell, home=home)
-    name = user.split(":", 1)[0]
-    uid = f"$(id -u {shlex.quote(name)} 2>/dev/null)" if name else "0"
-    extra = f'printf "{HOME_MARK}%s\\n" "$(getent passwd "{uid}" | cut -d: -f6 | head -n 1)"; '
+    extra = f"{_home_probe(user)}; "
     if test_script is not None:
         extra = f"chmod +x {shlex.quote(test_script)} 2>/dev/null; " + extra
     return _reset(container, upload_tests, extra)
+
+
+def _home_probe(user: str) -> str:
+    """Commands that print, after `HOME_MARK`, the home of `user` (a container's `User`:
+    empty for root) as `home_of` finds it as that user, from /etc/passwd by its uid."""
+    name = user.split(":", 1)[0]
+    uid = f"$(id -u {shlex.quote(name)} 2>/dev/null)" if name else "0"
+    return f'printf "{HOME_MARK}%s\\n" "$(getent passwd "{uid}" | cut -d: -f6 | head -n 1)"'
+
+
+def _home_in(output: str) -> str:
+    """The home `_home_probe` printed in `output` (`/` when none, as `home_of`)."""
+    homes = [
+        line.removeprefix(HOME_MARK).strip()
+        for line in output.splitlines()
+        if line.startswith(HOME_MARK)
+    ]
+    return homes[-1] if homes and homes[-1].startswith("/") else "/"
 
 
 def _reset(container: AttemptContainer, upload_tests: bool, extra: str) -> VerifierSetup:
@@ -293,11 +319,5 @@ def _reset(container: AttemptContainer, upload_tests: bool, extra: str) -> Verif
             f"emptying /tests and /logs/verifier failed ({result.exit_code}): "
             + result.output[-500:],
         )
-    homes = [
-        line.removeprefix(HOME_MARK).strip()
-        for line in result.output.splitlines()
-        if line.startswith(HOME_MARK)
-    ]
-    home = homes[-1] if homes and homes[-1].startswith("/") else "/"
     shell = "bash" if result.output.strip().endswith("bash") else "sh"
-    return VerifierSetup(shell=shell, home=home)
+    return VerifierSetup(shell=shell, home=_home_in(result.output))

@@ -72,6 +72,10 @@ def test_a_harbor_verification_takes_two_execs_in_a_container_on_a_standby_names
 USER_TASK = {
     **{name: text for name, text in TASK_FILES.items() if name != "task.toml"},
     "task.toml": "[verifier]\ntimeout_sec = 60.0\n",
+    # the oracle, too, runs as the default user with its home (found by the setup's exec)
+    "solution/solve.sh": (
+        '#!/bin/bash\n[ "$(id -un) $HOME" = "tester /home/tester" ] && echo 42 > /tmp/answer.txt\n'
+    ),
     "environment/Dockerfile": (
         "FROM ageval/base:bookworm\n"
         "RUN useradd -m -d /home/tester tester && chmod 777 /tmp\n"
@@ -80,17 +84,20 @@ USER_TASK = {
     "tests/test.sh": (
         "#!/bin/bash\n"
         'echo "as $(id -un) home $HOME"\n'
-        'if [ "$(id -un)" = tester ] && [ "$HOME" = /home/tester ]; then echo 1; else echo 0; fi'
-        " > /logs/verifier/reward.txt\n"
+        'if [ "$(id -un) $HOME $(cat /tmp/answer.txt)" = "tester /home/tester 42" ];'
+        " then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
     ),
 }
 
 
-def test_test_sh_runs_as_the_images_default_user_with_its_home_though_not_executable_here(
+def test_the_oracle_and_test_sh_run_as_the_images_default_user_with_its_home(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_engine: object
 ) -> None:
-    # every file of the task, tests/test.sh too, without an executable bit on this machine
-    _write(tmp_path / "dataset", USER_TASK, mode=0o644)
+    # tests/test.sh without an executable bit on this machine (the oracle's chmod of
+    # solve.sh runs as the image's user, so a solution must come executable, as in Harbor)
+    solution = {"solution/solve.sh": USER_TASK["solution/solve.sh"]}
+    _write(tmp_path / "dataset", {k: v for k, v in USER_TASK.items() if k not in solution}, 0o644)
+    _write(tmp_path / "dataset", solution)
     code = main(["run", str(tmp_path / "dataset"), "--agent", "oracle", "--json"])
     (result,) = json.loads(capsys.readouterr().out)["results"]
     assert code == 0 and result["score"] == 1.0, result

@@ -204,6 +204,7 @@ class FakeContainer:
         self.result = result or ExecResult(exit_code=0, output="done")
         self.fail = fail
         self.calls: list[dict[str, Any]] = []
+        self.default_home: str | None = None  # no setup exec asked: `home_of` asks
 
     def exec(self, command: str, **options: Any) -> ExecResult:
         if "command -v bash" in command:  # the image has bash

@@ -30,6 +30,8 @@ from agevalx.formats.harbor.sandbox import (
     REPLACED,
     SHELL_PROBE,
     check_log_dirs,
+    home_of,
+    prepare_environment,
 )
 from agevalx.formats.harbor.spec import HarborTaskSpec
 from agevalx.fsutil import write_inside
@@ -63,6 +65,8 @@ class FakeContainer:
     """Uploaded files that arrive executable (`put_directory(executable=)`)."""
     has_bash: bool = True
     stopped: bool = False
+    default_home: str | None = None
+    """What a setup exec found (`prepare_environment`); None: `home_of` asks."""
 
     def running(self) -> bool:
         return not self.stopped
@@ -439,3 +443,18 @@ def test_gpu_requests_carry_the_tasks_gpu_types_and_the_separate_verifiers_gpus(
         "H100",
         "A100",
     )
+
+
+def test_the_environments_setup_exec_also_finds_the_default_users_home(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    spec = _spec(make_task, tmp_path)
+    answer = ExecResult(0, f"{HOME_MARK}/home/tester\n")
+    fake = FakeContainer(responders=[lambda c: answer if c.startswith("mkdir -p /logs") else None])
+    prepare_environment(_as_container(fake), spec)
+    (setup,) = fake.calls
+    assert setup.user == "root" and HOME_MARK in setup.command
+    # the oracle's layout and the healthcheck take it from there: no exec of their own
+    assert home_of(_as_container(fake), None) == "/home/tester" and len(fake.calls) == 1
+    # another user's home is still asked as that user
+    assert home_of(_as_container(fake), "grader") == "/root" and fake.calls[-1].user == "grader"

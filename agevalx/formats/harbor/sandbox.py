@@ -145,13 +145,10 @@ def prepare_environment(
         container.put_files(target, directory_files(spec.dir / "environment"))
     dirs = f"{AGENT_LOGS} {VERIFIER_LOGS} {ARTIFACT_LOGS}"
     made = " ".join((dirs, *also))
-    command = f"mkdir -p {made} && chmod 777 {dirs}"
-    user = container.default_user()
-    if user is None:  # the engine cannot say whose: `home_of` asks as that user
-        run_checked(container, command, "creating /logs")
-        return
-    result = run_checked(container, f"{command} && {{ {_home_probe(user)}; }}", "creating /logs")
-    container.default_home = _home_in(result.output)
+    probe = _home_probe(container)
+    command = f"mkdir -p {made} && chmod 777 {dirs}" + (f" && {{ {probe}; }}" if probe else "")
+    result = run_checked(container, command, "creating /logs")
+    _remember_home(container, probe, result.output)
 
 
 LOG_DIRS = (LOGS, AGENT_LOGS)
@@ -256,7 +253,7 @@ def collect_artifacts(
 def reset_verifier_dirs(container: AttemptContainer, upload_tests: bool) -> str:
     """Empty /logs/verifier and (when the tests are uploaded) /tests; the shell test.sh runs
     with (`shell_of`), asked in the same exec."""
-    return _reset(container, upload_tests, "").shell
+    return _reset(container, upload_tests, "")[0]
 
 
 @dataclass(frozen=True)
@@ -276,40 +273,43 @@ def prepare_verifier(
     """`reset_verifier_dirs`, the home of the image's default user (as `home_of` finds it)
     and, with `test_script`, its `chmod +x` (whose failure is ignored, as before), in one
     root exec: `home_of` and the chmod took an exec each."""
-    user = container.default_user()
-    if user is None:  # the engine cannot say whose: ask as that user
-        home = home_of(container, None)
-        shell = reset_verifier_dirs(container, upload_tests)
-        if test_script is not None:
-            container.exec(f"chmod +x {shlex.quote(test_script)}", workdir="/", user=ROOT)
-        return VerifierSetup(shell=shell, home=home)
-    extra = f"{_home_probe(user)}; "
+    probe = _home_probe(container)
+    extra = f"{probe}; " if probe else ""
     if test_script is not None:
         extra = f"chmod +x {shlex.quote(test_script)} 2>/dev/null; " + extra
-    return _reset(container, upload_tests, extra)
+    shell, output = _reset(container, upload_tests, extra)
+    _remember_home(container, probe, output)
+    return VerifierSetup(shell=shell, home=home_of(container, None))
 
 
-def _home_probe(user: str) -> str:
-    """Commands that print, after `HOME_MARK`, the home of `user` (a container's `User`:
-    empty for root) as `home_of` finds it as that user, from /etc/passwd by its uid."""
+def _home_probe(container: AttemptContainer) -> str:
+    """Commands that print, after `HOME_MARK`, the home of the container's default user as
+    `home_of` finds it as that user (from /etc/passwd by its uid), for a root exec to run;
+    empty when the engine cannot say who that user is (`home_of` then asks as that user)."""
+    user = container.default_user()
+    if user is None:
+        return ""
     name = user.split(":", 1)[0]
     uid = f"$(id -u {shlex.quote(name)} 2>/dev/null)" if name else "0"
     return f'printf "{HOME_MARK}%s\\n" "$(getent passwd "{uid}" | cut -d: -f6 | head -n 1)"'
 
 
-def _home_in(output: str) -> str:
-    """The home `_home_probe` printed in `output` (`/` when none, as `home_of`)."""
+def _remember_home(container: AttemptContainer, probe: str, output: str) -> None:
+    """Keep the home that `probe` printed in `output` (`/` when none, as `home_of`) as the
+    container's `default_home`, where `home_of` finds it."""
+    if not probe:
+        return
     homes = [
         line.removeprefix(HOME_MARK).strip()
         for line in output.splitlines()
         if line.startswith(HOME_MARK)
     ]
-    return homes[-1] if homes and homes[-1].startswith("/") else "/"
+    container.default_home = homes[-1] if homes and homes[-1].startswith("/") else "/"
 
 
-def _reset(container: AttemptContainer, upload_tests: bool, extra: str) -> VerifierSetup:
+def _reset(container: AttemptContainer, upload_tests: bool, extra: str) -> tuple[str, str]:
     """The reset of `reset_verifier_dirs`, then the commands `extra`, then the shell probe;
-    the home `extra` printed after `HOME_MARK` (`/` when none)."""
+    the shell and the exec's output."""
     targets = f"{TESTS} {VERIFIER_LOGS}" if upload_tests else VERIFIER_LOGS
     command = f"rm -rf {targets} && mkdir -p {targets} && chmod 777 {VERIFIER_LOGS}"
     result = container.exec(f"{command} && {{ {extra}{SHELL_PROBE}; }}", workdir="/", user=ROOT)
@@ -320,4 +320,4 @@ def _reset(container: AttemptContainer, upload_tests: bool, extra: str) -> Verif
             + result.output[-500:],
         )
     shell = "bash" if result.output.strip().endswith("bash") else "sh"
-    return VerifierSetup(shell=shell, home=_home_in(result.output))
+    return shell, result.output

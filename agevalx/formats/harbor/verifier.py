@@ -82,16 +82,15 @@ def _verify(
     verifier = spec.verifier
     upload = verifier.separate is None or not verifier.separate.bundled_tests
     script = verifier.tests_dir / "test.sh"
-    # an uploaded regular test.sh arrives executable: no chmod after the copy
-    arrives_executable = upload and script.is_file() and not script.is_symlink()
     setup = prepare_verifier(container, upload, None if upload else TEST_SCRIPT)
     shell, home = setup.shell, setup.home
     if upload:
         if not script.is_file():
             message = f"no tests/test.sh in {spec.dir}"
             return verifier_outcome(VerifierStatus.ERROR, VERIFIER_FAILED, message, started)
+        # a regular test.sh arrives executable; a link's target is made so by chmod
         container.put_directory(verifier.tests_dir, TESTS, executable=("test.sh",))
-        if not arrives_executable:  # a link: chmod makes its target executable
+        if script.is_symlink():
             container.exec(f"chmod +x {TEST_SCRIPT}", workdir="/", user=ROOT)
     remaining = deadline - time.monotonic()
     if remaining <= 0:

@@ -124,13 +124,13 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     """`atomic_write`, unless `path` is a regular file that holds `data` already: a run whose
     nodes were all reused rewrites none of its views (each write costs two fsyncs). Returns
     whether it wrote."""
-    if _holds(path, data):
+    if holds(path, data):
         return False
     atomic_write(path, data)
     return True
 
 
-def _holds(path: Path, data: bytes) -> bool:
+def holds(path: Path, data: bytes) -> bool:
     """Whether `path` is a regular file, not a link, whose bytes are `data`."""
     try:
         info = os.lstat(path)

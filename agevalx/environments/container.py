@@ -59,9 +59,6 @@ class ExecResult:
     exit_code: int
     output: str
     timed_out: bool = False
-    ended: bool = True
-    """False: the output held what the caller waited for (`run_attached`'s `until`) and was
-    read no further; the command's end was not waited for (`exit_code` is then -1)."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +242,7 @@ class AttemptContainer:
         process of the image's other than the command, and no kill to remove it.
 
         `until`: a mark; once the output holds a whole line starting with it, reading stops
-        and the container's end is not waited for (`ended` False): the engine's teardown of
+        and the container's end is not waited for (`exit_code` -1): the engine's teardown of
         a stopping container (its mounts, its streams) then happens while the caller goes on,
         as an exec's container's does when it is removed in the background."""
         api = self._container.client.api
@@ -276,7 +273,7 @@ class AttemptContainer:
             if seen:
                 self._ending = True
                 output = kept.decode("utf-8", errors="replace")
-                return ExecResult(exit_code=-1, output=output, ended=False)
+                return ExecResult(exit_code=-1, output=output)
             exit_code = int(api.wait(self.id).get("StatusCode", -1))
         except docker.errors.NotFound:
             exit_code, kept = 137, b""  # removed from outside: see `lost`

@@ -92,14 +92,15 @@ class EvaluatorRuntime:
 def source_image() -> tuple[str, str]:
     """The first source image present (or pullable) and its id; asked of the engine once per
     process and client (every evaluation needs it)."""
+    global _source
     engine = client()
-    found = _sources.get(id(engine))
-    if found is None or found[0] is not engine:
-        found = _sources[id(engine)] = (engine, _source_image())
-    return found[1]
+    if _source is None or _source[0] is not engine:
+        _source = (engine, _source_image())
+    return _source[1]
 
 
-_sources: dict[int, tuple[object, tuple[str, str]]] = {}
+_source: tuple[object, tuple[str, str]] | None = None
+"""The client `source_image` asked, and its answer."""
 
 
 def _source_image() -> tuple[str, str]:

@@ -28,7 +28,7 @@ from agevalx.cache.layout import REF_NAME_RE, check_ref_name
 from agevalx.cache.manifest import ActionManifest, RefFile
 from agevalx.cache.store import CacheStore
 from agevalx.errors import UsageError
-from agevalx.fsutil import atomic_write
+from agevalx.fsutil import atomic_write, holds
 from agevalx.hashing import digest_json
 from agevalx.operations.views import (
     activity_cut_points,
@@ -117,12 +117,8 @@ def index_job(store: CacheStore, name: str, targets: list[str]) -> None:
     these targets is left as it is (a no-op run writes nothing)."""
     data = RefFile(targets=tuple(sorted(set(targets)))).canonical_bytes()
     path = store.root / JOBS_DIR / check_ref_name(name)
-    try:
-        if path.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    write_atomic(store.tmp, path, data)
+    if not holds(path, data):
+        write_atomic(store.tmp, path, data)
 
 
 def local_jobs(store: CacheStore) -> dict[str, tuple[str, ...]]:

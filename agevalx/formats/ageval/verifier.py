@@ -401,13 +401,14 @@ class EvaluatorPy(Verifier):
         fenced: bool,
     ) -> EvaluationResult:
         names = sorted(session.lock.task.evaluation.environments)
-        if not spec.user and not (names and session.environment_image is not None):
+        hosted = bool(names) and session.environment_image is not None
+        if not spec.user and not hosted:
             document = self._verify_once(session, spec, runtime, environment, fenced=fenced)
             if document is not None:
                 return _finished(document, started)
         container = session.scoring_container(spec)
         hosts = None
-        if names and session.environment_image is not None:
+        if hosted and session.environment_image is not None:
             hosts = ScoringHosts(names, session.environment_image, session.start, spec)
         try:
             document = evaluate_in(

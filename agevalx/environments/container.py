@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import shlex
 import shutil
@@ -15,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import IO, Any, BinaryIO, TypeVar
+from typing import IO, Any, BinaryIO, Protocol, TypeVar
 
 import docker
 from docker.models.containers import _create_container_args
@@ -61,6 +62,20 @@ class ExecResult:
     timed_out: bool = False
 
 
+class TrustedPython(Protocol):
+    """A Python this side trusts in a container whose image's programs it does not (the
+    evaluator's runtime, mounted read-only; an official image's own python3)."""
+
+    def command(self, *arguments: str) -> list[str]:
+        """The argv that runs it with `arguments`."""
+        ...
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The variables it needs."""
+        ...
+
+
 @dataclass(frozen=True)
 class ContainerSpec:
     """How to start an attempt (or scoring) container."""
@@ -98,8 +113,10 @@ class ContainerSpec:
     container path's parent must exist or be an attempt directory): in the same copy as the
     attempt directories where those are one copy, else one copy each after them."""
     command: tuple[str, ...] = ()
-    """The main process (none: an idle init, used through exec); see `AttemptContainer.create`
-    and `run_attached` for a container that runs one command and ends."""
+    """The main process, run as it is (the image's entrypoint is reset); none: the image's
+    `sleep infinity` under the engine's init (and the image's entrypoint), a container used
+    through exec. See `AttemptContainer.create` and `run_attached` for a container that runs
+    one command and ends."""
     workdir: str = "/"
     """The main process's working directory (the engine makes it when the image lacks it)."""
     hardened: bool = False
@@ -139,6 +156,8 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         "name": spec.name or container_name(spec.name_hint),
         "extra_hosts": {"host.docker.internal": "host-gateway"},
     }
+    if spec.command:  # exactly this command: no entrypoint of the image's wraps it
+        arguments["entrypoint"] = [""]
     if spec.network_mode is not None:
         arguments["network_mode"] = spec.network_mode
         arguments.pop("extra_hosts")
@@ -246,14 +265,7 @@ class AttemptContainer:
         a stopping container (its mounts, its streams) then happens while the caller goes on,
         as an exec's container's does when it is removed in the background."""
         api = self._container.client.api
-        fired = threading.Event()
-
-        def kill() -> None:
-            fired.set()
-            with contextlib.suppress(docker.errors.APIError):
-                api.kill(self.id)
-
-        timer = threading.Timer(timeout, kill) if timeout is not None else None
+        fired, timer = self.kill_timer(timeout)
         try:
             stream = _attach(api, self.id)
             try:
@@ -265,7 +277,6 @@ class AttemptContainer:
                         f"cannot start the container: {exc.explanation}",
                     ) from None
                 if timer is not None:
-                    timer.daemon = True
                     timer.start()
                 kept, seen = _read_until(stream, until)
             finally:
@@ -314,6 +325,19 @@ class AttemptContainer:
                 hint=result.output.strip()[-500:] or None,
             )
 
+    def python_exec(self, python: TrustedPython, script: str, *arguments: str) -> None:
+        """A setup step run as root from `/` by a trusted `python` (`-c script arguments`),
+        not by the image's shell; failing is an environment failure, as `root_exec`'s."""
+        result = self.exec_argv(
+            python.command("-c", script, *arguments), user="root", environment=python.environment
+        )
+        if result.exit_code != 0:
+            raise EnvironmentFailure(
+                "environment_start_failed",
+                f"a setup step failed in the container (exit {result.exit_code})",
+                hint=result.output.strip()[-500:] or None,
+            )
+
     def exec(
         self,
         command: str,
@@ -323,7 +347,9 @@ class AttemptContainer:
         environment: dict[str, str] | None = None,
         user: str | None = None,
     ) -> ExecResult:
-        """Run `command` through `sh -c`; a timeout kills it (exit 124/137, `timed_out`).
+        """Run `command` through the image's `sh -c`; a timeout kills it by the image's
+        `timeout` (exit 124/137, `timed_out`). For a container whose image the agent had
+        in hand, where the caller must not trust the image's programs, see `exec_argv`.
 
         The output is streamed and only its last `OUTPUT_LIMIT` bytes are kept, however much
         the command prints."""
@@ -332,7 +358,30 @@ class AttemptContainer:
             seconds = max(1, int(timeout + 0.999))
             argv = ["timeout", "-s", "KILL", str(seconds), *argv]
         started = time.monotonic()
+        result = self.exec_argv(argv, workdir=workdir, environment=environment, user=user)
+        timed_out = (
+            timeout is not None
+            and result.exit_code == 137
+            and (time.monotonic() - started >= timeout - 0.5)
+        )
+        return dataclasses.replace(result, timed_out=timed_out)
+
+    def exec_argv(
+        self,
+        argv: list[str],
+        *,
+        timeout: float | None = None,
+        workdir: str = "/",
+        environment: dict[str, str] | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        """Run `argv` as it is, its first word the program (no shell). A `timeout` is kept
+        on this side: when it passes, the container is killed (`timed_out`), so no program
+        of the image's takes part, not even to count the time.
+
+        The output is streamed and only its last `OUTPUT_LIMIT` bytes are kept."""
         api = self._container.client.api
+        fired, timer = self.kill_timer(timeout)
         try:
             exec_id = api.exec_create(
                 self.id,
@@ -342,6 +391,8 @@ class AttemptContainer:
                 user=user or "",
             )["Id"]
             stream = api.exec_start(exec_id, stream=True)
+            if timer is not None:
+                timer.start()
             try:
                 kept = bounded_tail(stream, OUTPUT_LIMIT)
             finally:
@@ -351,13 +402,28 @@ class AttemptContainer:
             raise EnvironmentFailure(
                 "exec_failed", f"docker exec failed: {exc.explanation}"
             ) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
         output = kept.decode("utf-8", errors="replace")
-        timed_out = (
-            timeout is not None
-            and exit_code == 137
-            and (time.monotonic() - started >= timeout - 0.5)
-        )
-        return ExecResult(exit_code=exit_code, output=output, timed_out=timed_out)
+        return ExecResult(exit_code=exit_code, output=output, timed_out=fired.is_set())
+
+    def kill_timer(self, timeout: float | None) -> tuple[threading.Event, threading.Timer | None]:
+        """A timer (not started) that kills this container after `timeout`, and the event it
+        sets when it does; no timer when `timeout` is None."""
+        fired = threading.Event()
+        if timeout is None:
+            return fired, None
+        api = self._container.client.api
+
+        def kill() -> None:
+            fired.set()
+            with contextlib.suppress(docker.errors.APIError):
+                api.kill(self.id)
+
+        timer = threading.Timer(timeout, kill)
+        timer.daemon = True
+        return fired, timer
 
     def exec_socket(
         self,

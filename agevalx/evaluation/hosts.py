@@ -14,7 +14,6 @@ import base64
 import binascii
 import json
 import posixpath
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -123,15 +122,14 @@ def exec_with_channel(
     environment: dict[str, str],
     workdir: str = WORKSPACE,
 ) -> ExecResult:
-    """Run `argv` (killed after `timeout`), answering each JSON line it prints on stdout by
-    one JSON line on its stdin; its stderr is the output kept."""
-    seconds = max(1, int(timeout + 0.999))
-    wrapped = ["timeout", "-s", "KILL", str(seconds), *argv]
-    started = time.monotonic()
-    exec_id, raw = container.exec_socket(
-        wrapped, workdir=workdir, environment=environment, user=user
-    )
-    raw.settimeout(seconds + 30)
+    """Run `argv` as it is (no shell), answering each JSON line it prints on stdout by one
+    JSON line on its stdin; its stderr is the output kept. After `timeout` the container is
+    killed (`timed_out`): the time is kept on this side, not by a program of the image's."""
+    fired, timer = container.kill_timer(timeout)
+    exec_id, raw = container.exec_socket(argv, workdir=workdir, environment=environment, user=user)
+    raw.settimeout(timeout + 30)
+    if timer is not None:
+        timer.start()
     pending, output = b"", bytearray()
     try:
         for stream, data in frames_iter(raw, False):
@@ -147,10 +145,11 @@ def exec_with_channel(
         pass
     finally:
         raw.close()
+        if timer is not None:
+            timer.cancel()
     exit_code = container.exit_code_of(exec_id)
-    timed_out = exit_code == 137 and time.monotonic() - started >= timeout - 0.5
     text = bytes(output).decode("utf-8", errors="replace")
-    return ExecResult(exit_code=exit_code, output=text, timed_out=timed_out)
+    return ExecResult(exit_code=exit_code, output=text, timed_out=fired.is_set())
 
 
 def _answer(answer: Callable[[dict[str, Any]], dict[str, Any]], line: bytes) -> dict[str, Any]:

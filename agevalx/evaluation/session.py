@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agevalx.environments.container import ATTEMPT_LABEL, AttemptContainer, ContainerSpec
+from agevalx.environments.container import (
+    ATTEMPT_LABEL,
+    AttemptContainer,
+    ContainerSpec,
+    TrustedPython,
+)
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
 from agevalx.environments.standby import Network, joined, standby
 from agevalx.lockfile.models import TaskLock
@@ -116,9 +121,10 @@ class ScoringSession:
             return None
         return self._start_first(dataclasses.replace(spec, image=self.attempt_image), start=False)
 
-    def scoring_container(self, base: ContainerSpec) -> AttemptContainer:
+    def scoring_container(self, base: ContainerSpec, python: TrustedPython) -> AttemptContainer:
         """The container an evaluator scores in: a fresh scoring host with the harvested
-        workspace when isolated, else `attempt_container`; then the collected paths."""
+        workspace when isolated, else `attempt_container`; then the collected paths, placed
+        with the help of `python` (the evaluator's, which runs in it)."""
         if self.host_image is None:
             container = self.attempt_container(base)
         else:
@@ -129,7 +135,7 @@ class ScoringSession:
             with tempfile.TemporaryDirectory(prefix="ageval-collected-") as scratch:
                 local = Path(scratch) / "collected"
                 self.collected(local)
-                place(container, self.lock.task.evaluation.collect, local)
+                place(container, self.lock.task.evaluation.collect, local, python)
         return container
 
     def check_collection(self) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from agevalx.cache.store import CacheStore
 from agevalx.config.task import CollectEntry
 from agevalx.environments.attempt import AttemptEnvironment
-from agevalx.environments.container import AttemptContainer, find_container
+from agevalx.environments.container import AttemptContainer, TrustedPython, find_container
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.errors import AgevalError
 from agevalx.runner.output import CollectFailure
@@ -104,14 +104,32 @@ def _failure(index: int, entry: CollectEntry, exc: _Failed) -> CollectFailure:
     return CollectFailure(code=exc.code, entry=name, message=message)
 
 
-def place(container: AttemptContainer, entries: list[CollectEntry], collected: Path) -> None:
+def place(
+    container: AttemptContainer,
+    entries: list[CollectEntry],
+    collected: Path,
+    python: TrustedPython,
+) -> None:
     """Put each entry's copy (a restored collected tree) at its absolute path in a scoring
-    container, replacing what is there."""
+    container, replacing what is there. What was there is removed by the trusted `python`
+    (`REPLACE`), not by the image's `rm`: the image is the attempt's, which the agent had in
+    hand."""
     for index, entry in enumerate(entries):
         parent = posixpath.dirname(entry.path.rstrip("/")) or "/"
         for kind in (DIRECTORY, FILE):
             local = collected / str(index) / kind
             if local.exists():
-                target = shlex.quote(entry.path)
-                container.root_exec(f"rm -rf {target} && mkdir -p {shlex.quote(parent)}")
+                container.python_exec(python, REPLACE, entry.path, parent)
                 container.put_directory(local, entry.path)
+
+
+REPLACE = """\
+import os, shutil, sys
+target, parent = sys.argv[1], sys.argv[2]
+if os.path.isdir(target) and not os.path.islink(target):
+    shutil.rmtree(target)
+elif os.path.lexists(target):
+    os.unlink(target)
+os.makedirs(parent, exist_ok=True)
+"""
+"""`rm -rf TARGET && mkdir -p PARENT`: a link at the target is removed, never followed."""

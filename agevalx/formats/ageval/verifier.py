@@ -16,8 +16,10 @@ Mostly (the committed image is here, no user, no scoring hosts, no `evaluation.c
 copies: `evaluate_once`), the runner is the container's main process, as `docker run` starts
 one: the container is created, the files copied in, and it is started attached to its output;
 it ends with the runner. No process of the image runs (not its shell, not its `timeout`), and
-the engine does no exec and no kill. Otherwise (`evaluate_in`), the container idles under
-its init and the runner runs by an exec, after the commands that put files in place.
+the engine does no exec and no kill. Otherwise (`evaluate_in`), the container idles on the
+same Python (`IDLE`), and the runner runs by an exec, after the steps that put files in place
+(`OWN`, `collect.REPLACE`), which that Python runs as well; the evaluate_seconds limit is kept
+on this side (the container is killed).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import contextlib
 import dataclasses
 import io
 import json
-import shlex
 import tarfile
 import time
 import uuid
@@ -124,7 +125,7 @@ def evaluate_in(
     try:
         return _evaluate_in(container, task_dir, lock, run, runtime, user, hosts, environment)
     except EnvironmentFailure as exc:
-        if exc.code == LOST or not _lost(container, None, grace=LOST_GRACE):
+        if exc.code in (LOST, "evaluate_timeout") or not _lost(container, None, grace=LOST_GRACE):
             raise
         raise _lost_failure(f"{exc.code}: {exc.message}") from None
 
@@ -154,11 +155,19 @@ class _Evaluation:
         """The runner's argv."""
         return runtime.command(*self._arguments)
 
-    def main_command(self, runtime: Python, unset: tuple[str, ...], home: str = HOME) -> list[str]:
-        """The runner's argv as a container's main process, with no shell to prepare its
-        start: a few lines of Python (`MAIN`) remove the `unset` variables from the
-        environment and make the `home` directory, then run the runner as a script."""
-        return runtime.command("-c", MAIN, home, " ".join(unset), *self._arguments)
+    def main_command(
+        self,
+        runtime: Python,
+        unset: tuple[str, ...],
+        *,
+        workspace: str = WORKSPACE,
+        home: str = HOME,
+    ) -> list[str]:
+        """The runner's argv, as a container's main process or an exec's, with no shell to
+        prepare its start: a few lines of Python (`MAIN`) remove the `unset` variables from
+        the environment, make the workspace and the home and enter the workspace, then run
+        the runner as a script."""
+        return runtime.command("-c", MAIN, workspace, home, " ".join(unset), *self._arguments)
 
     @property
     def _arguments(self) -> tuple[str, str, str]:
@@ -168,22 +177,62 @@ class _Evaluation:
 
 MAIN = """\
 import os, sys
-home, unset = sys.argv[1], sys.argv[2].split()
+workspace, home, unset = sys.argv[1], sys.argv[2], sys.argv[3].split()
 for name in unset:
     os.environ.pop(name, None)
-try:
-    os.makedirs(home, exist_ok=True)
-except OSError:
-    pass
-sys.argv = sys.argv[3:]
+for path in (workspace, home):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        pass
+os.chdir(workspace)
+sys.argv = sys.argv[4:]
 with open(sys.argv[0], "rb") as source:
     code = compile(source.read(), sys.argv[0], "exec")
 exec(code, {"__name__": "__main__", "__file__": sys.argv[0], "__builtins__": __builtins__})
 """
-"""What a one-shot scoring container's runtime runs (`-c`) before the runner: what the shell
-of `evaluate_in`'s exec does (main_environment's variables, blanked in the committed image,
-are not the evaluator's, seed 000: unset, not merely empty; the home the runner expects),
-without any program of the image's."""
+"""What the evaluator's Python runs (`-c`) before the runner, in a one-shot scoring container
+and in `evaluate_in`'s exec alike: main_environment's variables, blanked in the committed
+image, are not the evaluator's (seed 000: unset, not merely empty); the workspace and home
+the runner expects. No program of the image's takes part: the agent had that image in hand,
+and a shell or `timeout` of its making would see the runner's result line and its result.json
+before ageval does."""
+
+
+IDLE = "import signal\nwhile True: signal.pause()"
+"""A scoring container's main process while its evaluator runs by exec (`evaluate_in`)."""
+
+
+OWN = """\
+import os, sys
+
+def number(path, name, index):
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            fields = line.rstrip("\\n").split(":")
+            if len(fields) > 3 and fields[0] == name and fields[index].isdigit():
+                return int(fields[index])
+    sys.exit(f"ageval: no {name!r} in {path} (evaluate_host's user)")
+
+owner, colon, group = sys.argv[1].partition(":")
+uid = int(owner) if owner.isdigit() else number("/etc/passwd", owner, 2)
+gid = -1
+if group:
+    gid = int(group) if group.isdigit() else number("/etc/group", group, 2)
+elif colon and not owner.isdigit():
+    gid = number("/etc/passwd", owner, 3)
+for top in sys.argv[2:]:
+    os.makedirs(top, exist_ok=True)
+    os.chown(top, uid, gid, follow_symlinks=False)
+    if os.path.islink(top):
+        continue
+    for root, directories, files in os.walk(top):
+        for name in directories + files:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+"""
+"""`chown -R USER[:GROUP] PATH...` (each path made first), run as root by the evaluator's
+Python: the names are read from the image's /etc/passwd and /etc/group as text (no lookup
+through the image's libraries), and no link is followed."""
 
 
 def evaluate_once(
@@ -248,30 +297,15 @@ def _evaluate_in(
     environment: dict[str, str] | None,
 ) -> dict[str, Any]:
     evaluation = _Evaluation.new()
-    private = evaluation.private
     container.put_archive("/", evaluation.archive(task_dir, lock, run, runtime))
-    if user:
-        container.root_exec(f"chown -R {shlex.quote(user)} {private}")
+    if user:  # the runner writes its result in its private directory
+        container.python_exec(runtime, OWN, user, WORKSPACE, HOME, evaluation.private)
     seconds = lock.task.limits.evaluate_seconds
     variables = {**(environment or {}), **runtime.environment}
-    # main_environment's variables, blanked in a committed attempt image, are not the
-    # evaluator's (seed 000): unset, not merely empty
-    unset = "".join(f"unset {shlex.quote(name)}; " for name in container.unset_names())
-    command = [
-        "sh",
-        "-c",
-        # the scoring container was started without an exec making these (`attempt_dirs`)
-        f'{unset}mkdir -p {WORKSPACE} {HOME} && cd {WORKSPACE} && exec "$@"',
-        "ageval-evaluate",
-        *evaluation.command(runtime),
-    ]
+    command = evaluation.main_command(runtime, container.unset_names())
     if hosts is None:
-        result = container.exec(
-            shlex.join(command),
-            timeout=seconds,
-            workdir="/",
-            user=user or "root",
-            environment=variables,
+        result = container.exec_argv(
+            command, timeout=seconds, user=user or "root", environment=variables
         )
     else:
         result = exec_with_channel(
@@ -285,10 +319,10 @@ def _evaluate_in(
         )
         if hosts.failure is not None:
             raise hosts.failure
+    if result.timed_out:  # the container was killed for it
+        raise _timeout_failure(seconds)
     if _lost(container, result.exit_code):  # killed or removed from outside meanwhile
         raise _lost_failure(f"the evaluator's exec ended with {result.exit_code}")
-    if result.timed_out:
-        raise _timeout_failure(seconds)
     return _result_document(container, evaluation, result.exit_code, result.output)
 
 
@@ -370,7 +404,14 @@ class EvaluatorPy(Verifier):
         runtime: Python
         if session.host_image is None:
             runtime = evaluator_runtime(session.cache_dir)
-            spec = dataclasses.replace(spec, mounts=(*spec.mounts, runtime.mount))
+            # idle on the runtime, not on the image's `sleep` (nor under its entrypoint): no
+            # program of an image the agent had in hand runs beside the evaluator
+            spec = dataclasses.replace(
+                spec,
+                mounts=(*spec.mounts, runtime.mount),
+                command=tuple(runtime.command("-c", IDLE)),
+                environment=(*spec.environment, *sorted(runtime.environment.items())),
+            )
         else:
             host = session.lock.binding.evaluate_host["environment_options"]
             runtime = HostPython(version=str(host.get("python_version", "3.12")))
@@ -406,7 +447,9 @@ class EvaluatorPy(Verifier):
             document = self._verify_once(session, spec, runtime, environment, fenced=fenced)
             if document is not None:
                 return _finished(document, started)
-        container = session.scoring_container(spec)
+        # The user is the runner's alone: the container's own setup would chown its
+        # directories by the image's shell (`OWN` does it with the evaluator's Python).
+        container = session.scoring_container(dataclasses.replace(spec, user=None), runtime)
         hosts = None
         if hosted and session.environment_image is not None:
             hosts = ScoringHosts(names, session.environment_image, session.start, spec)

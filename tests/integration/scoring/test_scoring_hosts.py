@@ -260,3 +260,23 @@ def test_egress_llm_on_the_scoring_host_lets_out_only_the_allowed_hosts(
     assert details["allowed"] == 200, details
     assert details["denied"] == 403 and details["denied_ip"] == 403, details
     assert details["denied_direct"] not in (200, 403), details  # no route around the proxy
+
+
+@pytest.mark.parametrize("user", [None, "4321"], ids=["root", "evaluate_host-user"])
+def test_programs_the_agent_replaced_in_its_image_never_run_while_it_is_scored(
+    copy_dataset, capsys, user
+) -> None:
+    """The forger task's agent answers wrong, then replaces `timeout`, `sleep`, `chown`, `rm`
+    and `mkdir` in its container (committed, then scored): each logs that it ran, and the fake
+    `timeout` writes a PASS where the runner's result goes. Its `evaluation.collect` entry
+    makes the evaluator run by exec, after the collected copy is placed (as root, or after
+    the files are given to evaluate_host's user): still nothing of the image's runs, and the
+    evaluator's FAIL stands."""
+    dataset = copy_dataset(DATASET)
+    if user is not None:
+        dataset = with_host(dataset, {"environment_options": {"user": user}})
+    code, document = run_json(capsys, str(dataset), "--task", "forger")
+    result = only_result(document)
+    assert result["status"] == "FAIL", json.dumps(document["nodes"])
+    assert result["details"] == {"planted_ran_here": [], "collected": "wrong"}, result
+    assert code == 0

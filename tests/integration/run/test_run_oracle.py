@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
@@ -155,6 +156,22 @@ def test_failures_are_error_results_with_codes(copy_dataset, capsys, task, code,
     assert result["status"] == "ERROR"
     assert result["error"]["code"] == code and result["error"]["stage"] == stage
     assert (dataset / ".ageval/runs" / result["attempt_id"] / "result.json").is_file()
+
+
+def test_an_evaluator_run_by_exec_is_stopped_at_its_limit_by_ageval(copy_dataset, capsys) -> None:
+    """With evaluate_host's user, the runner runs by an exec (not as the container's main
+    process), with no `timeout` of the image's: evaluate_seconds (2) is kept on ageval's side,
+    which kills the scoring container, and the evaluation is evaluate_timeout, not a lost
+    container."""
+    dataset = copy_dataset(RUNCASES)
+    profiles = yaml.safe_load((dataset / "profiles.yaml").read_text())
+    profiles["evaluate_host"] = {"environment_options": {"user": "4321"}}
+    (dataset / "profiles.yaml").write_text(yaml.safe_dump(profiles))
+    exit_code, document = run_json(capsys, str(dataset), "--task", "slow-eval")
+    result = document["results"][0]
+    assert exit_code == 1 and result["status"] == "ERROR", result
+    assert result["error"]["code"] == "evaluate_timeout", result["error"]
+    assert "evaluate_seconds" in result["error"]["message"], result["error"]
 
 
 def test_no_container_is_left_behind(copy_dataset, capsys) -> None:

@@ -78,6 +78,9 @@ class OracleLayout:
     """The recorded output is read from this file (the command redirects into it)."""
     whole_seconds: bool = False
     """Truncate the time left to whole seconds (Harbor's oracle does)."""
+    seeded: bool = False
+    """solution/ is at `target` already (the run stage copied it in with the attempt
+    directories, as the container started: `TaskRuntime.oracle_seed`): not copied again."""
 
 
 @dataclass(frozen=True)

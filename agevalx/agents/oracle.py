@@ -114,7 +114,8 @@ async def _copy_solution(sandbox: Sandbox, invocation: Invocation, layout: Oracl
             "oracle_solution_missing", f"the task has no solution/{SOLVE_SCRIPT} ({source})"
         )
     directory = layout.target or staging_dir(invocation.container, "solution")
-    await sandbox.put_files(directory, read_tree(source))
+    if not layout.seeded:
+        await sandbox.put_files(directory, read_tree(source))
     if layout.setup is not None:
         await sandbox.run(["sh", "-c", layout.setup])
     return directory

@@ -187,6 +187,13 @@ class TaskRuntime(ABC):
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
         """How the built-in oracle runs this task's solution in `container`."""
 
+    def oracle_seed(self) -> str | None:
+        """The container directory the built-in oracle's solution/ goes to, when it is known
+        before the container starts (its `oracle` layout's target): the run stage then
+        copies solution/ in with the attempt directories, in the container's first copy, and
+        the oracle's first invocation copies nothing. None: the oracle copies it itself."""
+        return None
+
     @abstractmethod
     def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
         """Copy the attempt's artifacts out of `container` into the empty directory `into`,

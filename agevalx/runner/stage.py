@@ -9,6 +9,7 @@ quotas, the committed image) is the same for all.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import shutil
@@ -165,6 +166,8 @@ class Workplace:
     """The agent's working directory."""
     environment_names: tuple[str, ...] = ()
     """Variables ageval set on the container (their values may be secrets)."""
+    oracle_seeded: bool = False
+    """The oracle's solution/ came in as the container started (`_oracle_solution`)."""
 
     @property
     def container(self) -> AttemptContainer:
@@ -212,6 +215,9 @@ def start_environment(
     )
     workdir = runtime.workdir(image)
     spec = runtime.container_spec(base)
+    solution = _oracle_solution(runtime)
+    if solution is not None:  # in the container's first copy, not one of its own
+        spec = dataclasses.replace(spec, seed=(*spec.seed, solution))
     fence = _fence(lock, label, gateway_port)
     if fence is not None:
         spec = fence.behind(spec)
@@ -224,7 +230,26 @@ def start_environment(
         fence=fence,
     )
     names = tuple(name for name, _ in spec.environment)
-    return Workplace(environment=environment, workdir=workdir, environment_names=names)
+    return Workplace(
+        environment=environment,
+        workdir=workdir,
+        environment_names=names,
+        oracle_seeded=solution is not None,
+    )
+
+
+def _oracle_solution(runtime: TaskRuntime) -> tuple[str, str] | None:
+    """solution/ and where the oracle runs it, when a role is bound to the oracle and the
+    format knows that place before the container starts (`TaskRuntime.oracle_seed`)."""
+    target = runtime.oracle_seed()
+    if target is None:
+        return None
+    if not any(profile["executor"] == "oracle" for profile in profiles(runtime.lock).values()):
+        return None
+    from agevalx.agents.oracle import SOLVE_SCRIPT
+
+    source = runtime.task_dir / "solution"
+    return (str(source), target) if (source / SOLVE_SCRIPT).is_file() else None
 
 
 def _fence(lock: TaskLock, label: str, gateway_port: int | None) -> EgressFence | None:
@@ -271,6 +296,7 @@ class _Invoker:
         )
         self.lock = threading.Lock()
         self._oracle: OracleLayout | None = None
+        self._oracle_lock = threading.Lock()
         self.incremental = run.runtime.run_py() is not None
         """List the container's directories at each checkpoint, so that the next one reads
         only what changed. A format's own run body invokes its one agent once: that
@@ -278,9 +304,16 @@ class _Invoker:
         only seed a checkpoint that never comes."""
 
     def oracle(self) -> OracleLayout:
-        if self._oracle is None:
-            self._oracle = self.run.runtime.oracle(self.run.container, self.run.workdir)
-        return self._oracle
+        """The format's oracle layout; `seeded` for the attempt's first oracle invocation
+        when the run stage copied solution/ in as the container started."""
+        with self._oracle_lock:
+            if self._oracle is None:
+                self._oracle = self.run.runtime.oracle(self.run.container, self.run.workdir)
+            layout = self._oracle
+            if self.run.oracle_seeded:
+                self.run.oracle_seeded = False
+                return dataclasses.replace(layout, seeded=True)
+            return layout
 
     def __call__(self, role: str, prompt: str, index: int) -> InvocationResult:
         run = self.run
@@ -390,6 +423,9 @@ class _RunState:
     latest: tuple[int, Snapshot] | None = None
     """The last checkpoint this process took: the journal's length just after it, and its
     snapshot."""
+    oracle_seeded: bool = False
+    """The oracle's solution/ is in the container already: its first invocation copies
+    nothing (`OracleLayout.seeded`)."""
 
     @property
     def lock(self) -> TaskLock:
@@ -696,6 +732,7 @@ def _run_attempt(
             replayer=Replayer.from_point(point),
             checkpoint=(point.checkpoint or {}).get("key") if point else None,
             routes=routes,
+            oracle_seeded=place.oracle_seeded,
         )
         started = time.monotonic()
         pending = point.unsnapshotted() if point else None

@@ -195,7 +195,13 @@ class AgevalRuntime(TaskRuntime):
     def oracle(self, container: AttemptContainer, workdir: str) -> OracleLayout:
         from agevalx.agents.base import OracleLayout
 
-        return OracleLayout()
+        return OracleLayout(target=self.oracle_seed())
+
+    def oracle_seed(self) -> str:
+        """`<attempt>/.ageval/solution`, beside the workspace."""
+        from agevalx.environments.container import PRIVATE
+
+        return f"{PRIVATE}/solution"
 
     def collect_artifacts(self, container: AttemptContainer, workdir: str, into: Path) -> None:
         """Each `artifacts.publishable` entry, at its path relative to the workspace."""

@@ -69,9 +69,9 @@ def test_a_fresh_attempt_uses_three_containers_one_exec_and_leaves_nothing(
     assert events["kill"] == 2 and events["die"] == 3, events
     # the agent had stopped: the commit freezes nothing
     assert events["commit"] == 1 and not events["pause"] and not events["unpause"], events
-    # the attempt directories (the image runs as root); the oracle's solution/; the
-    # evaluator's files in one archive
-    assert events["extract-to-dir"] == 3, events
+    # the attempt directories with the oracle's solution/ in them (the image runs as root);
+    # the evaluator's files in one archive
+    assert events["extract-to-dir"] == 2, events
     # the checkpoint reads the workspace and the home (the final snapshot is that
     # checkpoint's: nothing happened since); the evaluator's result comes in its output
     assert events["archive-path"] == 2, events

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from agevalx.agents.acp import LocalSandbox
-from agevalx.agents.base import AgentError, Invocation, InvocationResult, WallTimeExceeded
+from agevalx.agents.base import (
+    AgentError,
+    Invocation,
+    InvocationResult,
+    OracleLayout,
+    WallTimeExceeded,
+)
 from agevalx.agents.oracle import OracleExecutor
 
 from .conftest import AgentRun
@@ -16,7 +22,12 @@ from .conftest import AgentRun
 pytestmark = pytest.mark.unit
 
 
-def _oracle(run: AgentRun, solve_sh: str | None, seconds: float = 30.0) -> InvocationResult:
+def _oracle(
+    run: AgentRun,
+    solve_sh: str | None,
+    seconds: float = 30.0,
+    layout: OracleLayout | None = None,
+) -> InvocationResult:
     if solve_sh is not None:
         solution = run.task_dir / "solution"
         solution.mkdir(exist_ok=True)
@@ -32,6 +43,7 @@ def _oracle(run: AgentRun, solve_sh: str | None, seconds: float = 30.0) -> Invoc
         transcript=run.transcript.append,
         environ={"ORACLE_TOKEN": "tok-abcdef-123"},
         task_dir=str(run.task_dir),
+        oracle=layout,
     )
     return OracleExecutor(sandbox_factory=LocalSandbox).invoke(invocation)
 
@@ -69,3 +81,18 @@ def test_a_task_without_solution_is_an_error(agent_run: AgentRun) -> None:
         _oracle(agent_run, None)
     assert caught.value.code == "oracle_solution_missing"
     assert not Path(agent_run.container.workdir, "answer.txt").exists()
+
+
+@pytest.mark.parametrize("seeded", [True, False])
+def test_a_seeded_solution_is_run_where_it_is_and_not_copied_again(
+    agent_run: AgentRun, seeded: bool
+) -> None:
+    """`OracleLayout.seeded`: the run stage copied solution/ in as the container started; the
+    oracle runs what is at the target (here a marked copy) instead of copying it again."""
+    target = agent_run.task_dir.parent / "seeded-solution"
+    target.mkdir()
+    (target / "solve.sh").write_text("echo seeded\n")
+    layout = OracleLayout(target=str(target), seeded=seeded)
+    result = _oracle(agent_run, "echo copied\n", layout=layout)
+    assert result.output == ("seeded\n" if seeded else "copied\n")
+    assert (target / "data.txt").exists() is not seeded

@@ -35,9 +35,11 @@ removals: 17 engine events. On top of the floor, ageval's fresh attempt does:
   started in the background during the run (`environments/standby.py`): one more create,
   start, kill, destroy (in exchange the scoring container joins it, and starts faster); with
   more attempts at once than half the cores, no placeholder;
-- one more copy in, the attempt directories (workspace, home and .ageval, a tar of directory
-  entries, `environments/container.py`; an exec of `mkdir -p` on an image of another user),
-  and one more copy out: the checkpoint reads the home as well as the workspace (a task
+- the copy in makes the attempt directories (workspace, home and .ageval, a tar of
+  directory entries, `environments/container.py`; an exec of `mkdir -p` on an image of another
+  user) and holds the oracle's solution/ (`runner/stage.py`, `_oracle_solution`), as the
+  floor's holds the workspace and solve.sh; one more copy out: the checkpoint reads the home
+  as well as the workspace (a task
   without run.py invokes its agent once, so that checkpoint lists nothing for a next one:
   with run.py, one more exec, `date; find -printf`, `runner/incremental.py`); the oracle's
   `command -v bash` probe runs once per image and process; and solve.sh runs through a

@@ -151,10 +151,6 @@ class _Evaluation:
         }
         return evaluation_archive(self.private, task_dir, files)
 
-    def command(self, runtime: Python) -> list[str]:
-        """The runner's argv."""
-        return runtime.command(*self._arguments)
-
     def main_command(
         self,
         runtime: Python,

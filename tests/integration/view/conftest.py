@@ -23,6 +23,9 @@ from agevalx.view import ViewServer, open_site
 
 DATASET = Path(__file__).resolve().parents[1] / "data/viewer"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+"""In the clone already (its .gitkeep): made by the first screenshot, it changed tests/, a
+folder on the import path whose change a command memo run beside it must not see
+(`run/test_command_memo.py` then failed: "tests changed within the racy window")."""
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",

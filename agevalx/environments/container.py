@@ -317,26 +317,13 @@ class AttemptContainer:
 
     def root_exec(self, command: str) -> None:
         """A setup command run as root from `/`; failing is an environment failure."""
-        result = self.exec(command, workdir="/", user="root")
-        if result.exit_code != 0:
-            raise EnvironmentFailure(
-                "environment_start_failed",
-                f"`{command}` failed in the container (exit {result.exit_code})",
-                hint=result.output.strip()[-500:] or None,
-            )
+        _set_up(self.exec(command, workdir="/", user="root"), f"`{command}`")
 
     def python_exec(self, python: TrustedPython, script: str, *arguments: str) -> None:
         """A setup step run as root from `/` by a trusted `python` (`-c script arguments`),
         not by the image's shell; failing is an environment failure, as `root_exec`'s."""
-        result = self.exec_argv(
-            python.command("-c", script, *arguments), user="root", environment=python.environment
-        )
-        if result.exit_code != 0:
-            raise EnvironmentFailure(
-                "environment_start_failed",
-                f"a setup step failed in the container (exit {result.exit_code})",
-                hint=result.output.strip()[-500:] or None,
-            )
+        argv = python.command("-c", script, *arguments)
+        _set_up(self.exec_argv(argv, user="root", environment=python.environment), "a setup step")
 
     def exec(
         self,
@@ -829,6 +816,16 @@ def wait_for_removals() -> None:
         pending = list(_removals)
         _removals.clear()
     wait(pending)
+
+
+def _set_up(result: ExecResult, what: str) -> None:
+    """A setup command's failure (`what` names it) is an environment failure."""
+    if result.exit_code != 0:
+        raise EnvironmentFailure(
+            "environment_start_failed",
+            f"{what} failed in the container (exit {result.exit_code})",
+            hint=result.output.strip()[-500:] or None,
+        )
 
 
 def exec_exit_code(api: Any, exec_id: str) -> int:

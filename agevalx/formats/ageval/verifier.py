@@ -479,7 +479,6 @@ class EvaluatorPy(Verifier):
         if session.attempt_image is None or session.host_image is not None:
             return None
         evaluation = _Evaluation.new()
-        variables = {**environment, **runtime.environment}
         unset = image_unset_names(session.attempt_image)
         if unset is None:  # gone from this engine: the task image and the snapshots
             return None
@@ -487,7 +486,8 @@ class EvaluatorPy(Verifier):
             spec,
             command=tuple(evaluation.main_command(runtime, unset)),
             workdir=WORKSPACE,
-            environment=(*spec.environment, *sorted(variables.items())),
+            # the runtime's own variables are the spec's already (`_verify`)
+            environment=(*spec.environment, *sorted(environment.items())),
         )
         container = session.one_shot_container(once)
         if container is None:

@@ -13,8 +13,12 @@ that rotates from run to run, and prints the median of the runs:
   --max-concurrent 1|4`, the whole command timed (its start-up included, about 0.8 s).
 
 A batch's figure is its wall time over the attempts (per-attempt seconds), ended when the last
-container is gone. The ratios: ageval / floor, serial and at 4 (goal <= 1.25); each side's
-concurrency gain, serial / at 4 per attempt; ageval's gain / the floor's (goal >= 0.9).
+container is gone. Beside it, the CPU the whole machine spent over the batch per attempt
+(/proc/stat: the engine, the containers, ageval or the floor's script), which says whether a
+side at 4 is bound by the two cores or by waiting.
+
+The ratios: ageval / floor, serial and at 4 (goal <= 1.25); each side's concurrency gain,
+serial / at 4 per attempt; ageval's gain / the floor's (goal >= 0.9).
 
 One floor attempt, on the image ageval builds for the task (`ageval/env:<key>`, tagged anew):
 
@@ -132,10 +136,19 @@ SIDES = ("floor serial", "floor at 4", "ageval serial", "ageval at 4")
 
 @dataclass(frozen=True)
 class Batch:
-    """A measured batch: its wall time, and the label its containers carry."""
+    """A measured batch: its wall time, the machine's CPU time over it (every process: the
+    engine, the containers, ageval), and the label its containers carry."""
 
     seconds: float
     label: tuple[str, str]
+    cpu_seconds: float = 0.0
+
+
+def machine_cpu_seconds() -> float:
+    """CPU time the whole machine has spent busy since it booted (every core, /proc/stat)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def tar_of(entries: dict[str, bytes | None]) -> bytes:
@@ -238,17 +251,17 @@ class Floor:
 def floor_batch(api: Any, image: str, attempts: int, workers: int) -> Batch:
     batch = uuid.uuid4().hex[:12]
     floor = Floor(api, image, batch)
-    clock = time.perf_counter()
+    clock, cpu = time.perf_counter(), machine_cpu_seconds()
     try:
         with ThreadPoolExecutor(workers, thread_name_prefix="floor") as pool:
             statuses = list(pool.map(floor.attempt, range(attempts)))
     finally:
         floor.finish()
-    seconds = time.perf_counter() - clock
+    seconds, cpu = time.perf_counter() - clock, machine_cpu_seconds() - cpu
     remove_images(api, f"{FLOOR_LABEL}={batch}")
     if statuses != ["PASS"] * attempts:
         raise SystemExit(f"floor attempts did not all pass: {statuses}")
-    return Batch(seconds, (FLOOR_LABEL, batch))
+    return Batch(seconds, (FLOOR_LABEL, batch), cpu)
 
 
 def remove_images(api: Any, label: str, name: str | None = None) -> None:
@@ -295,14 +308,14 @@ class Ageval:
 
     def batch(self, api: Any, attempts: int, workers: int) -> Batch:
         argv = ["-k", str(attempts), "--fresh", "--max-concurrent", str(workers)]
-        clock = time.perf_counter()
+        clock, cpu = time.perf_counter(), machine_cpu_seconds()
         pid, document = self.run(*argv)
-        seconds = time.perf_counter() - clock
+        seconds, cpu = time.perf_counter() - clock, machine_cpu_seconds() - cpu
         statuses = [result["status"] for result in document["results"]]
         if statuses != ["PASS"] * attempts:
             raise SystemExit(f"ageval attempts did not all pass: {statuses}")
         remove_images(api, self.images, name=COMMITTED)
-        return Batch(seconds, (OWNER_PID, str(pid)))
+        return Batch(seconds, (OWNER_PID, str(pid)), cpu)
 
     def task_image(self, api: Any, document: dict[str, Any]) -> str:
         """The id of the task image a run's --json document names (its image node's)."""
@@ -327,8 +340,12 @@ def measure(api: Any, ageval: Ageval, image: str, attempts: int, runs: int) -> d
         shift = run % len(SIDES)
         for name in SIDES[shift:] + SIDES[:shift]:
             batches[name].append(sides[name]())
-            per = batches[name][-1].seconds / attempts
-            print(f"run {run + 1}/{runs}: {name:<13} {per:.3f} s per attempt", file=sys.stderr)
+            last = batches[name][-1]
+            per, cpu = last.seconds / attempts, last.cpu_seconds / attempts
+            print(
+                f"run {run + 1}/{runs}: {name:<13} {per:.3f} s per attempt, {cpu:.3f} CPU-s",
+                file=sys.stderr,
+            )
         with timer() as elapsed:
             ageval.run("-k", str(attempts), "--max-concurrent", str(CONCURRENT))
         cached.append(elapsed())
@@ -395,6 +412,10 @@ def summary(
         for name, found in batches.items()
     }
     per = {name: statistics.median(values) for name, values in samples.items()}
+    cpu = {
+        name: round(statistics.median(batch.cpu_seconds / attempts for batch in found), 3)
+        for name, found in batches.items()
+    }
     ratio = {
         "serial": per["ageval serial"] / per["floor serial"],
         "at 4": per["ageval at 4"] / per["floor at 4"],
@@ -410,6 +431,7 @@ def summary(
         "cpus": os.cpu_count(),
         "per_attempt_seconds": {name: round(value, 3) for name, value in per.items()},
         "samples": samples,
+        "cpu_seconds_per_attempt": cpu,
         "ratio": {name: round(value, 3) for name, value in ratio.items()},
         "gain": {name: round(value, 3) for name, value in gain.items()},
         "goals": {
@@ -430,12 +452,13 @@ def print_table(document: dict[str, Any]) -> None:
     per, samples = document["per_attempt_seconds"], document["samples"]
     ratio, gain, goals = document["ratio"], document["gain"], document["goals"]
     print(f"{document['attempts']} attempts per batch, median of {document['runs']} runs")
-    print(f"{'':<14} {'s/attempt':>9}  {'min':>6} {'max':>6}  {'vs floor':>8}")
+    cpu = document["cpu_seconds_per_attempt"]
+    print(f"{'':<14} {'s/attempt':>9}  {'min':>6} {'max':>6}  {'vs floor':>8}  {'CPU-s':>6}")
     for name in SIDES:
         side, mode = name.split(" ", 1)
         versus = "" if side == "floor" else f"{ratio[mode]:7.2f}x"
         low, high = min(samples[name]), max(samples[name])
-        print(f"{name:<14} {per[name]:9.3f}  {low:6.3f} {high:6.3f}  {versus:>8}")
+        print(f"{name:<14} {per[name]:9.3f}  {low:6.3f} {high:6.3f}  {versus:>8}  {cpu[name]:6.3f}")
     print(
         f"ageval / floor: serial {ratio['serial']:.2f}x, at 4 {ratio['at 4']:.2f}x "
         f"(goal <= {RATIO_GOAL}x: {verdict(goals['ratio serial'])}, "

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.recovery.helpers import RUNCASES, TASK, cli, fork, keep_an_attempt
+from tests.integration.recovery.helpers import RUNCASES, TASK, KeptAttempt, cli, fork
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def kept(copy_dataset, capsys) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
-    dataset = copy_dataset(RUNCASES)
-    return dataset, keep_an_attempt(dataset, capsys)["attempt_id"]
+def kept(kept_attempt: KeptAttempt) -> tuple[Path, str]:
+    return kept_attempt.dataset, kept_attempt.attempt_id
 
 
 def test_checkpoints_lists_one_cut_point_per_invocation(kept, capsys) -> None:

@@ -10,18 +10,15 @@ import pytest
 
 from agevalx.cli import main
 from agevalx.graph.journal import last_recorded
-from tests.integration.recovery.helpers import RUNCASES, TASK, cli, fork, keep_an_attempt
+from tests.integration.recovery.helpers import TASK, KeptAttempt, cli, fork
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def kept(copy_dataset, capsys) -> tuple[Path, str, str]:  # type: ignore[no-untyped-def]
+def kept(kept_attempt: KeptAttempt) -> tuple[Path, str, str]:
     """A dataset with one sealed attempt that kept its cut points, and that attempt's run key."""
-    dataset = copy_dataset(RUNCASES)
-    result = keep_an_attempt(dataset, capsys)
-    run_key = next(node["key"] for node in result["nodes"] if node["kind"] == "run")
-    return dataset, result["attempt_id"], run_key
+    return kept_attempt.dataset, kept_attempt.attempt_id, kept_attempt.run_key
 
 
 def branches(capsys: pytest.CaptureFixture[str], dataset: Path) -> list[dict[str, Any]]:

@@ -36,12 +36,19 @@ integration=(tests/integration -p no:hypothesispytest)
 # Each pytest run's temporary folder (every test's cache among them) lies under one folder of
 # this run's, so that the images made for those caches can be removed at the end (below).
 suite_tmp=$(mktemp -d /tmp/ageval-suite.XXXXXX)
-# The unit tests (no engine, about 130 s of CPU), then lint, types and import cycles (about
-# 40 s), run beside the parallel phase, in the 10% of the two cores its waits leave idle (on
-# the engine, an agent's start, a model's retry interval). Beside the serial phase, where
-# they ran before, they made it the longest stretch of CPU-bound work: soak and cluster
-# alone keep the two cores about as busy as they can, and the unit tests added their CPU to
-# its length. A finding fails the run all the same.
+echo "== integration tests"
+parallel=0
+.venv/bin/pytest -q -m "not unit and not serial" -n 4 --dist loadfile --durations=15 \
+  --basetemp "$suite_tmp/parallel" "${integration[@]}" || parallel=$?
+# The unit tests (no engine) run beside the serial phase, whose files mostly wait (on Ray, on
+# pi's model turns) and whose length the cluster file sets: beside it they took 8 s from the
+# run where before it they took 80. Both serial files passed beside a machine at 100% (the
+# whole suite on six workers), so the unit tests' load is no risk to them.
+# Lint, types and import cycles (about 15 s of one core) follow the unit tests there too:
+# before the integration tests they were 15 s of the run's length; beside the serial phase,
+# whose last minutes leave a core idle, they cost none. A finding fails the run all the same.
+echo "== integration tests that change engine-wide state, and beside them the unit tests"
+echo "   then lint and types"
 unit_log=$(mktemp)
 .venv/bin/pytest -q -m unit -n 2 --basetemp "$suite_tmp/unit" >"$unit_log" 2>&1 &
 unit_tests=$!
@@ -60,11 +67,6 @@ checks_log=$(mktemp)
   exit "$status"
 ) >"$checks_log" 2>&1 &
 checks=$!
-echo "== integration tests, and beside them the unit tests, then lint and types"
-parallel=0
-.venv/bin/pytest -q -m "not unit and not serial" -n 4 --dist loadfile --durations=15 \
-  --basetemp "$suite_tmp/parallel" "${integration[@]}" || parallel=$?
-echo "== integration tests that change engine-wide state"
 serial=0
 .venv/bin/pytest -q -m "not unit and serial" -n 2 --dist loadfile --durations=10 \
   --basetemp "$suite_tmp/serial" "${integration[@]}" || serial=$?

@@ -141,7 +141,7 @@ class Batch:
 
     seconds: float
     label: tuple[str, str]
-    cpu_seconds: float = 0.0
+    cpu_seconds: float
 
 
 def machine_cpu_seconds() -> float:

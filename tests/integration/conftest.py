@@ -16,14 +16,52 @@ DATA = Path(__file__).parent / "data"
 LONGEST_FIRST = (
     "longrun/test_soak.py",
     "cluster/test_cluster.py",
-    "harbor/test_parity.py",
     "agents/catalog/test_openclaw.py",
-    "agents/test_pi_gateway.py",
+    "harbor/test_parity.py",
+    "recovery/test_resume_faults.py",
     "harbor/test_harbor_agent.py",
+    "agents/test_pi_gateway.py",
+    "scoring/test_scoring_hosts.py",
+    "recovery/test_orphans.py",
+    "recovery/test_fork_replay.py",
+    "harbor/test_separate_verifier.py",
+    "run/test_run_oracle.py",
+    "agents/catalog/test_openhands.py",
+    "harbor/test_harbor_run_rules.py",
+    "agents/catalog/test_opencode.py",
+    "harbor/test_harbor_agents.py",
+    "agents/catalog/test_mini_swe_agent.py",
+    "cache/test_s3_remote.py",
+    "agents/catalog/test_qwen_code.py",
+    "recovery/test_lineage.py",
+    "cache/test_two_machines.py",
+    "run/test_command_memo.py",
+    "recovery/test_infra_failures.py",
+    "agents/catalog/test_gemini_cli.py",
+    "harbor/test_plugin_verifier.py",
+    "run/test_examples.py",
+    "agents/test_pi.py",
+    "agents/catalog/test_claude_code.py",
+    "agents/test_acp_exec_pool.py",
+    "security/test_hostile_tasks.py",
+    "run/test_attempt_engine_calls.py",
+    "agents/catalog/test_pi.py",
+    "recovery/test_egress_recovery.py",
+    "recovery/test_job_continue.py",
+    "harbor/test_job_parity.py",
+    "run/test_bounded_memory.py",
+    "agents/catalog/test_codex.py",
+    "run/test_incremental_checkpoints.py",
+    "scoring/test_standby_network.py",
+    "agents/test_acp_in_container.py",
+    "view/test_view_browser.py",
+    "agents/test_egress.py",
 )
-"""The test files that take longest (`--durations`), in that order: the workers take them
-first, so none of them starts last and leaves the other workers idle at the end (the first two
-run in the serial phase, side by side)."""
+"""The test files that take 20 s or more (`--durations`), longest first: the workers take
+them in this order, then the shorter files in collection order, so the files that end the
+phase are short ones and no worker idles long while another finishes (the first two run in
+the serial phase, side by side). Left to collection order, recovery/, run/ and scoring/'s long
+files came last: the phase's four workers ended up to 28 s apart."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -183,8 +183,13 @@ def _run_arguments(spec: ContainerSpec) -> dict[str, Any]:
         arguments["tmpfs"] = {"/tmp": f"size={spec.tmpfs_mb}m,mode=1777"}
     if spec.platform:
         arguments["platform"] = spec.platform
-    if spec.mounts:
-        arguments["volumes"] = {host: {"bind": path, "mode": "ro"} for host, path in spec.mounts}
+    if spec.mounts:  # as mounts, not `volumes`: those also declare the paths as the image's
+        # volumes, which a commit keeps, so every container of the committed image would get
+        # an anonymous volume there (left behind on the engine after each one)
+        arguments["mounts"] = [
+            docker.types.Mount(path, host, type="bind", read_only=True)
+            for host, path in spec.mounts
+        ]
     if spec.hardened:
         arguments["cap_drop"] = ["ALL"]
         arguments["security_opt"] = ["no-new-privileges"]
@@ -652,8 +657,8 @@ class AttemptContainer:
             self.network_owner.remove()
 
     def _remove(self) -> None:
-        try:
-            self._container.remove(force=True)
+        try:  # with its anonymous volumes: an image's VOLUME makes one per container
+            self._container.remove(force=True, v=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError:
@@ -910,5 +915,5 @@ def _remove_labelled(label: str, keep: str | None = None) -> int:
     found = [item["Id"] for item in listed if item["Id"] != keep]
     for container in found:
         with contextlib.suppress(docker.errors.APIError):  # NotFound among them: gone
-            engine.remove_container(container, force=True)
+            engine.remove_container(container, force=True, v=True)
     return len(found)

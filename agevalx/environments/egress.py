@@ -112,7 +112,7 @@ class EgressFence:
         engine = client()
         if self.proxy_id:
             with contextlib.suppress(DockerException):
-                engine.containers.get(self.proxy_id).remove(force=True)
+                engine.containers.get(self.proxy_id).remove(force=True, v=True)
         with contextlib.suppress(DockerException):
             engine.networks.get(self.network).remove()
 

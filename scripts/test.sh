@@ -19,12 +19,13 @@ bundles_log=$(mktemp)
 .venv/bin/ageval agents build --all >"$bundles_log" 2>&1 &
 bundles_build=$!
 echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset} (the venv is compiled either way)"
-# Four workers, one test file each at a time (the longest files first), each under an owner
+# Five workers, one test file each at a time (the longest files first), each under an owner
 # scope of its own (see tests/integration/conftest.py), so tests that kill ageval and resume
 # it run here too, and each test counts and removes only what it made (salted images, its own
-# labels). Four on two cores: much of a test waits on the engine, an agent's start or a
-# model's retry interval; with four the machine is about 90% busy (four took 13 to 14.5 min
-# where three took 17); six kept it 100% busy and gained nothing more. The Ray cluster and
+# labels). Five on two cores: much of a test waits on the engine, an agent's start or a
+# model's retry interval; with four the machine was 87% busy over the phase, below 80% for
+# minutes at a time while two workers waited (four took 13 to 14.5 min where three took 17;
+# six, measured before the suite's CPU was cut, kept it 100% busy and gained nothing more). The Ray cluster and
 # the soak's load need the machine without the others (beside them, a loaded machine failed
 # timing-bound tests): they run afterwards, the two side by side (two workers, a file each:
 # 4 min 20 s, where one after the other took 7).
@@ -38,7 +39,7 @@ integration=(tests/integration -p no:hypothesispytest)
 suite_tmp=$(mktemp -d /tmp/ageval-suite.XXXXXX)
 echo "== integration tests"
 parallel=0
-.venv/bin/pytest -q -m "not unit and not serial" -n 4 --dist loadfile --durations=15 \
+.venv/bin/pytest -q -m "not unit and not serial" -n 5 --dist loadfile --durations=15 \
   --basetemp "$suite_tmp/parallel" "${integration[@]}" || parallel=$?
 # The unit tests (no engine) run beside the serial phase, whose files mostly wait (on Ray, on
 # pi's model turns) and whose length the cluster file sets: beside it they took 8 s from the

@@ -833,15 +833,25 @@ def _set_up(result: ExecResult, what: str) -> None:
         )
 
 
-def exec_exit_code(api: Any, exec_id: str) -> int:
-    """The exit code of a finished exec (the engine may take a moment to record it)."""
-    for _ in range(50):
+EXIT_CODE_WAIT = 30.0
+"""Seconds an ended exec's exit code is waited for before it counts as unknown (-1)."""
+
+
+def exec_exit_code(api: Any, exec_id: str, wait: float = EXIT_CODE_WAIT) -> int:
+    """The exit code of a finished exec. The engine records it a moment after the output
+    ends: on a loaded machine, more than a second later (a second was the limit once, and a
+    probe then read -1, not the 0 its command exited with). So it is asked again, less and
+    less often, for up to `wait` seconds; -1 when it never comes."""
+    deadline = time.monotonic() + wait
+    pause = 0.01
+    while True:
         state = api.exec_inspect(exec_id)
         if not state.get("Running") and state.get("ExitCode") is not None:
             return int(state["ExitCode"])
-        time.sleep(0.02)
-    code = api.exec_inspect(exec_id).get("ExitCode")
-    return -1 if code is None else int(code)
+        if time.monotonic() >= deadline:
+            return -1
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
 
 
 def find_container(container_id: str | None) -> AttemptContainer | None:

@@ -24,8 +24,10 @@ echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset} (the venv is 
 # it run here too, and each test counts and removes only what it made (salted images, its own
 # labels). Five on two cores: much of a test waits on the engine, an agent's start or a
 # model's retry interval; with four the machine was 87% busy over the phase, below 80% for
-# minutes at a time while two workers waited (four took 13 to 14.5 min where three took 17;
-# six, measured before the suite's CPU was cut, kept it 100% busy and gained nothing more). The Ray cluster and
+# minutes at a time while two workers waited. Over four runs, five took 12:03 to 13:22 where
+# four took 12:46 and 12:51: no gain beyond the runs' spread, but no loss either (four took
+# 13 to 14.5 min where three took 17; six, measured before the suite's CPU was cut, kept the
+# machine 100% busy and gained nothing more). The Ray cluster and
 # the soak's load need the machine without the others (beside them, a loaded machine failed
 # timing-bound tests): they run afterwards, the two side by side (two workers, a file each:
 # 4 min 20 s, where one after the other took 7).

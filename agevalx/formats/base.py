@@ -148,6 +148,12 @@ class TaskRuntime(ABC):
 
         return SnapshotRoots(workspace=workdir, home=HOME)
 
+    def checkpoints_hold_state(self) -> bool:
+        """Whether a checkpoint (`snapshot_roots`) holds all of the attempt the later steps
+        and the scoring read, so that a lost environment can be rebuilt from it. True for a
+        format whose agents work in their workspace and HOME by contract."""
+        return True
+
     # -- run stage --------------------------------------------------------------------------
 
     @abstractmethod

@@ -140,6 +140,13 @@ class ResumePoint:
         kept, dropped = self.completed[: last + 1], self.completed[last + 1 :]
         return ResumePoint(kept, dropped + self.abandoned, self.spent_seconds)
 
+    def back_to_start(self) -> ResumePoint:
+        """Without the old container, when a checkpoint does not hold what the scoring reads
+        (a Harbor verifier reads the whole container): nothing is complete, every step is
+        redone (their model requests answered from the recorded ones); the time spent still
+        counts."""
+        return ResumePoint([], self.completed + self.abandoned, self.spent_seconds)
+
 
 def resume_point(journal: ActivityJournal, attempt: AttemptRecord) -> ResumePoint:
     """Completed = up to the last run-level step (invocation, exec, file write, checkpoint);

@@ -669,7 +669,8 @@ def _run_attempt(
         point = ResumePoint(completed=list(fork["records"]), abandoned=[], spent_seconds=0.0)
     reattached = _reattachable(previous, point, runtime)
     if point is not None and reattached is None:
-        point = point.back_to_checkpoint()
+        whole = fork is not None or runtime.checkpoints_hold_state()  # a fork asks for its cut
+        point = point.back_to_checkpoint() if whole else point.back_to_start()
     if point is not None:
         set_aside(journal, point)
     record = AttemptRecord(

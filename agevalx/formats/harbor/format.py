@@ -242,6 +242,13 @@ class HarborRuntime(TaskRuntime):
         roots = super().snapshot_roots(workdir)
         return roots if workdir.rstrip("/") else dataclasses.replace(roots, workspace=WORKSPACE)
 
+    def checkpoints_hold_state(self) -> bool:
+        """False: the verifier reads the whole container (a file the agent wrote in /etc, a
+        package it installed, /logs), and a checkpoint holds the workdir and HOME only. So an
+        attempt whose environment was lost is redone from its start, not scored without what
+        the agent did elsewhere."""
+        return False
+
     def wall_time_seconds(self) -> float:
         return self.spec.agent_timeout_sec or NO_TIMEOUT
 

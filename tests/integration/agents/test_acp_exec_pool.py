@@ -30,6 +30,13 @@ def docker_execs(container_id: str) -> int:
     return count
 
 
+PAUSE = 0.01
+"""Seconds between two polls. A poll reads every process's cmdline; without a pause the thread
+kept a core busy beside the attempt it measures (the test alone: 19.1 CPU-seconds without,
+11.8 with, the same 9 execs seen at most). A `docker exec` client lives far longer than the
+pause: its own start takes tens of milliseconds."""
+
+
 class Sampler(threading.Thread):
     """Polls the number of docker exec clients until stopped; keeps the largest."""
 
@@ -40,7 +47,7 @@ class Sampler(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        while not self.stop.is_set():
+        while not self.stop.wait(PAUSE):
             self.most = max(self.most, docker_execs(self.container_id))
 
 

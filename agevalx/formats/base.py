@@ -148,12 +148,6 @@ class TaskRuntime(ABC):
 
         return SnapshotRoots(workspace=workdir, home=HOME)
 
-    def checkpoints_hold_state(self) -> bool:
-        """Whether a checkpoint (`snapshot_roots`) holds all of the attempt the later steps
-        and the scoring read, so that a lost environment can be rebuilt from it. True for a
-        format whose agents work in their workspace and HOME by contract."""
-        return True
-
     # -- run stage --------------------------------------------------------------------------
 
     @abstractmethod
@@ -314,6 +308,13 @@ class Dataset(ABC):
     def settings_digest(self) -> str | None:
         """Names run-wide format settings in lock keys (a Harbor job config); None: none."""
         return None
+
+    def checkpoints_hold_state(self) -> bool:
+        """Whether an attempt's checkpoint (its `snapshot_roots`) holds all the later steps
+        and the scoring read, so that a lost environment can be rebuilt from it and a fork
+        can start from it. True for a format whose agents work in their workspace and HOME
+        by contract."""
+        return True
 
     def metric(self) -> str | None:
         """The job metric the summary is keyed by (a Harbor primary metric and strategy)."""

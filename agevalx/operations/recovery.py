@@ -16,6 +16,7 @@ from agevalx.operations.lineage import recorded_node_key
 from agevalx.operations.views import CHECKPOINT_INDEX, CutPoint, activity_records, cut_points
 from agevalx.results.paths import attempt_dir, attempt_id
 from agevalx.runner.activity import ActivityRecord
+from agevalx.runner.output import RunOutput
 from agevalx.runner.recovery import process_alive, read_attempt
 
 if TYPE_CHECKING:
@@ -149,6 +150,37 @@ def fork_origin(request: RunRequest) -> tuple[dict[str, str], list[ActivityRecor
         )
     key = str(records[index].detail["key"])
     return {"source": request.fork, "checkpoint": key}, records[: index + 1]
+
+
+def fork_image(request: RunRequest, checkpoint: str, store: CacheStore) -> str:
+    """The source attempt's committed image, for a fork of a task whose checkpoints do not
+    hold all its verifier reads (Harbor's): the workdir and HOME alone would leave out what
+    the agent did elsewhere. Only the source's last checkpoint matches that image (nothing
+    ran after it but the commit); an earlier one is refused (`fork_checkpoint_partial`)."""
+    assert request.dataset is not None and request.fork is not None
+    directory = attempt_dir(request.dataset, request.fork)
+    records = activity_records((directory / "activity.jsonl").read_bytes())
+    keys = [str(r.detail.get("key")) for r in records if r.type == "checkpoint"]
+    if not keys or keys[-1] != checkpoint:
+        raise UsageError(
+            "fork_checkpoint_partial",
+            f"checkpoint {request.checkpoint} of attempt {request.fork} holds only its "
+            "workdir and HOME, and this task's verifier reads the whole container",
+            field="--checkpoint",
+            hint="fork from the attempt's last checkpoint (its committed image holds all the "
+            "agent left), or run a new attempt",
+        )
+    source = read_attempt(directory)
+    action = store.get_action("run", source.run_key) if source is not None else None
+    if action is None:
+        raise UsageError(
+            "fork_source_missing",
+            f"the run of attempt {request.fork} is not in this cache, so the container it "
+            "left cannot be forked",
+            field="--fork",
+            hint="pull the job's cache (ageval cache pull), or run the source again",
+        )
+    return RunOutput.of(action).committed_image
 
 
 BINDING_PROFILES = "profiles.yaml"

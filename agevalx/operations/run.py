@@ -45,6 +45,7 @@ from agevalx.operations.lintgate import lint_before_run
 from agevalx.operations.planning import PlanRequest, check_k, open_for, plan
 from agevalx.operations.recovery import (
     check_resumable,
+    fork_image,
     fork_origin,
     mark_resume,
     record_profiles,
@@ -250,12 +251,16 @@ def _run(
     dataset = open_for(plan_request)
     if dataset.attempt_strategy() == "pass" and request.k > 1 and not (attempts or origin):
         return _run_until_passed(plan_request, request, store, callbacks, dataset)
+    image = None
+    if origin is not None and not dataset.checkpoints_hold_state():
+        image = fork_image(request, origin["checkpoint"], store)
+        plan_request = replace(plan_request, fork={**origin, "start": "source image"})
     planned = plan(plan_request, store, dataset)
     _lint(planned, request, store)
     if origin is not None:
         for node in planned.nodes():
             if node.kind == "run":
-                node.payload["fork"] = {**origin, "records": inherited}
+                node.payload["fork"] = {**origin, "records": inherited, "image": image}
     _mark_runs(planned, request)
     continued: list[str] = []
     if request.resume:

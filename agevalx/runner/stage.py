@@ -49,6 +49,7 @@ from agevalx.environments.container import (
     find_container,
 )
 from agevalx.environments.egress import EgressFence, allowed_hosts, move_behind
+from agevalx.environments.engine import EnvironmentFailure, image_exists
 from agevalx.environments.gpus import check_requests
 from agevalx.environments.owners import this_process
 from agevalx.environments.standby import standby
@@ -553,17 +554,22 @@ def _fresh_environment(
     record_names: RecordNames,
     gateway_port: int | None,
 ) -> Workplace:
-    """A new environment, with the last checkpoint (if any) restored into it."""
+    """A new environment, with the last checkpoint (if any) restored into it; or, for a fork
+    of a task whose checkpoints do not hold all the verifier reads, a container of the
+    source's committed image (see `operations.run._mark_fork`)."""
+    image, checkpoint = image_reference(context, node), point.checkpoint if point else None
+    fork = node.payload.get("fork")
+    if fork is not None and fork.get("image"):
+        image, checkpoint = _forked_image(str(fork["image"]), str(fork["source"])), None
     place = start_environment(
         runtime,
         f"{node.task_id}-{node.attempt}",
         attempt_id(node),
-        image_reference(context, node),
+        image,
         context.store.root,
         record_names,
         gateway_port,
     )
-    checkpoint = point.checkpoint if point else None
     if checkpoint:
         try:
             roots = runtime.snapshot_roots(place.workdir)
@@ -574,6 +580,18 @@ def _fresh_environment(
             place.environment.close()
             raise
     return place
+
+
+def _forked_image(image: str, source: str) -> str:
+    if not image_exists(image):
+        raise EnvironmentFailure(
+            "run_image_missing",
+            f"the committed image of attempt {source} ({image}) is gone from this Docker "
+            "engine, so a fork cannot start from everything its agent left",
+            field="--fork",
+            hint="fork on the engine that ran the attempt, or run the source again",
+        )
+    return image
 
 
 def _final_snapshot(state: _RunState, limit: str | None) -> Snapshot:
@@ -669,7 +687,8 @@ def _run_attempt(
         point = ResumePoint(completed=list(fork["records"]), abandoned=[], spent_seconds=0.0)
     reattached = _reattachable(previous, point, runtime)
     if point is not None and reattached is None:
-        whole = fork is not None or runtime.checkpoints_hold_state()  # a fork asks for its cut
+        # a fork asks for its cut (one of a Harbor task starts from the source's image)
+        whole = fork is not None or runtime.dataset.checkpoints_hold_state()
         point = point.back_to_checkpoint() if whole else point.back_to_start()
     if point is not None:
         set_aside(journal, point)

@@ -138,6 +138,14 @@ class HarborDataset(Dataset):
     def settings_digest(self) -> str | None:
         return self.options.digest()
 
+    def checkpoints_hold_state(self) -> bool:
+        """False: the verifier reads the whole container (a file the agent wrote in /etc, a
+        package it installed, /logs), and a checkpoint holds the workdir and HOME only. So an
+        attempt whose environment was lost is redone from its start, and a fork starts from
+        the source's committed image, not from a filesystem without what the agent did
+        elsewhere."""
+        return False
+
     def metric(self) -> str | None:
         return f"{self.options.primary_metric}/{self.options.effective_strategy}"
 
@@ -241,13 +249,6 @@ class HarborRuntime(TaskRuntime):
         surviving container, or the committed image, holds its files)."""
         roots = super().snapshot_roots(workdir)
         return roots if workdir.rstrip("/") else dataclasses.replace(roots, workspace=WORKSPACE)
-
-    def checkpoints_hold_state(self) -> bool:
-        """False: the verifier reads the whole container (a file the agent wrote in /etc, a
-        package it installed, /logs), and a checkpoint holds the workdir and HOME only. So an
-        attempt whose environment was lost is redone from its start, not scored without what
-        the agent did elsewhere."""
-        return False
 
     def wall_time_seconds(self) -> float:
         return self.spec.agent_timeout_sec or NO_TIMEOUT

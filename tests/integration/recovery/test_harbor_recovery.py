@@ -1,6 +1,7 @@
-"""A Harbor attempt whose environment was lost after its agent ended is redone, not scored
-from its checkpoint: the checkpoint holds the workdir and HOME, and the verifier reads the
-whole container (here a file the agent wrote in /etc).
+"""A Harbor attempt's checkpoint holds its workdir and HOME, and its verifier reads the whole
+container (here a file the agent wrote in /etc). So an attempt whose environment was lost
+after its agent ended is redone, not scored from its checkpoint; and a fork starts from the
+source's committed image, not from the checkpoint alone.
 
 The fault is a power cut as a user meets it: the ageval process killed with -9 and the
 attempt container killed, after the agent's invocation was journaled and checkpointed and
@@ -29,11 +30,8 @@ from tests.integration.security.hostile import harbor_task
 pytestmark = [pytest.mark.integration]
 
 AGEVAL = str(Path(sys.executable).with_name("ageval"))
-SOLVE = (
-    "echo made > /etc/ageval-marker\n"
-    "echo ok > /srv/out.txt\n"
-    "head -c 150000000 /dev/zero > /opt/bulk\n"  # a slow commit: the window for the fault
-)
+SOLVE = "echo made > /etc/ageval-marker\necho ok > /srv/out.txt\n"
+SLOW_COMMIT = "head -c 150000000 /dev/zero > /opt/bulk\n"  # the window for the fault
 TEST = (
     "if [ -f /etc/ageval-marker ] && [ -f /srv/out.txt ]; then r=1; else r=0; fi\n"
     "echo $r > /logs/verifier/reward.txt\n"
@@ -81,7 +79,7 @@ def _kill_after_checkpoint(dataset: Path) -> Path:
 def test_a_lost_harbor_environment_is_redone_not_scored_from_its_checkpoint(
     tmp_path: Path, docker_engine: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dataset = harbor_task(tmp_path / "ds", SOLVE, TEST)
+    dataset = harbor_task(tmp_path / "ds", SOLVE + SLOW_COMMIT, TEST)
     directory = _kill_after_checkpoint(dataset)
     done = _journal(directory)
     assert [r["type"] for r in done] == ["terminal", "invocation", "checkpoint"], done
@@ -98,3 +96,24 @@ def test_a_lost_harbor_environment_is_redone_not_scored_from_its_checkpoint(
     assert [r["type"] for r in redone] == ["terminal", "invocation", "checkpoint"]
     assert redone[0]["time"] > done[0]["time"]  # the agent ran again, in a new environment
     assert _journal(directory, "activity.abandoned.jsonl") == done  # nothing recorded is lost
+
+
+def test_a_harbor_fork_starts_from_all_its_source_left(
+    tmp_path: Path, docker_engine: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = harbor_task(tmp_path / "ds", SOLVE, TEST)
+    command = ["run", str(dataset), "--agent", "oracle", "--task", "hostile", "--json"]
+    assert main([*command, "--keep-recovery-state"]) == 0
+    [source] = json.loads(capsys.readouterr().out)["results"]
+    assert source["status"] == "PASS", source["details"]
+    assert main(["checkpoints", str(dataset), "--run", source["attempt_id"], "--json"]) == 0
+    [point] = json.loads(capsys.readouterr().out)["checkpoints"]
+
+    fork = ["--fork", source["attempt_id"], "--checkpoint", str(point["seq"])]
+    code = main([*command, *fork])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    [forked] = document["results"]
+    assert forked["forked_from"] == {"attempt_id": source["attempt_id"], "checkpoint": point["key"]}
+    # restored from the checkpoint alone, /etc/ageval-marker would be gone: reward 0, FAIL
+    assert forked["status"] == "PASS", forked["details"]

@@ -45,7 +45,9 @@ def invocations(directory: Path) -> list[int]:
 
 def kill_mid_job(dataset: Path, timeout: float = 120) -> int:
     """Start the job and SIGKILL it once every attempt has completed an invocation and none
-    has completed all three; its pid."""
+    is sealed; its pid. (Asking also that none has completed all three failed under load:
+    attempts that started seconds apart never met it, the first one finishing its three
+    steps before the last one finished its first.)"""
     process = subprocess.Popen(
         [AGEVAL, COMMAND[0], str(dataset), *COMMAND[1:], "--json"],
         stdout=subprocess.DEVNULL,
@@ -56,8 +58,11 @@ def kill_mid_job(dataset: Path, timeout: float = 120) -> int:
         while True:
             assert process.poll() is None, "the job finished before the fault point"
             assert time.monotonic() < deadline, "the fault point was never reached"
-            done = [invocations(directory) for directory in attempt_dirs(dataset)]
-            if len(done) == K and all(1 <= len(steps) < 3 for steps in done):
+            directories = attempt_dirs(dataset)
+            done = [invocations(directory) for directory in directories]
+            sealed = any((directory / "result.json").exists() for directory in directories)
+            assert not sealed, "an attempt was sealed before every attempt had begun"
+            if len(done) == K and all(steps for steps in done):
                 break
             time.sleep(0.05)
     finally:

@@ -155,6 +155,7 @@ _TASK = {
     "invalid_owner_scope": "$AGEVAL_OWNER_SCOPE is not a scope name",
     "invalid_path": "a path in the config leaves its root",
     "invalid_python_version": "python_version is not one ageval runs",
+    "invalid_standby_setting": "AGEVAL_STANDBY is not auto, on or off",
     "invalid_retry_infra": "--retry-infra is below 0",
     "invalid_value": "a config value is not valid",
     "invalid_yaml": "a config file is not valid YAML",

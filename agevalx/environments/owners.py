@@ -228,6 +228,19 @@ class ReapReport(BaseModel):
         return len(self.containers) + len(self.networks) + len(self.volumes)
 
 
+def other_owners() -> int:
+    """How many other ageval processes (of any host) have containers running on the engine
+    now: an engine shared with them has less CPU to spare. 0 when the engine cannot be
+    asked (the command fails on its own where it needs it)."""
+    me = this_process()
+    try:
+        running = client().api.containers(filters={"label": OWNER_PID, "status": "running"})
+    except (EnvironmentFailure, docker.errors.DockerException, OSError):
+        return 0
+    owners = {Owner.from_labels(found.get("Labels")) for found in running}
+    return len(owners - {me, None})
+
+
 def reap_orphans() -> ReapReport:
     """Remove the containers, networks and volumes of ageval processes of this host that died.
 

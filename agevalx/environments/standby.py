@@ -23,7 +23,11 @@ expected (a run that fails withdraws its own). A placeholder hides a namespace's
 when the engine has CPU to spare: a process running more attempts at once than half the
 machine's cores starts none (`Standby.size_for`), since there it is one more container to
 create, start and remove on a saturated engine (bench_floor on 2 cores: serial, 1.22 s per
-attempt with placeholders and 1.31 s without; at 4, 0.97 s with and 0.78 s without).
+attempt with placeholders and 1.31 s without; at 4, 0.97 s with and 0.78 s without). Nor does
+a process that finds other ageval processes' containers running on the engine as it starts
+its attempts: the engine is shared, and a placeholder costs its CPU more than it saves (0.26
+CPU-seconds to make, start and remove one on 2 cores; joining its namespace saves the scoring
+container 0.10). `AGEVAL_STANDBY=on` or `off` overrides the choice.
 
 An evaluation finding none ready (a re-score from the cache, a network behind an egress
 fence, a placeholder still queued, placeholders off) starts its container as before.
@@ -46,11 +50,15 @@ from agevalx.environments.container import (
     on_session_removal,
 )
 from agevalx.environments.engine import LABEL, EnvironmentFailure, image_exists
+from agevalx.errors import UsageError
 
 IMAGE = "ageval/base:bookworm"
 """What placeholders run (ageval's offline base image); without it, no standby."""
 STANDBY = 4
 """Placeholders kept ready per network, at most."""
+SETTING = "AGEVAL_STANDBY"
+"""`on`: placeholders whatever the load; `off`: none; unset or `auto`: `Standby.size_for`."""
+SETTINGS = ("auto", "on", "off")
 
 Placeholder = Future[AttemptContainer | None]
 
@@ -105,10 +113,21 @@ class Standby:
         self.enabled = True
         """False: `expect` starts nothing, and evaluations start their own namespaces."""
 
-    def size_for(self, concurrent: int, cores: int | None = None) -> None:
+    def size_for(self, concurrent: int, cores: int | None = None, others: int = 0) -> None:
         """Start placeholders only while at most half the cores' worth of attempts run at
-        once (`concurrent`), at least one (module docstring)."""
-        self.enabled = concurrent <= max(1, (cores or os.cpu_count() or 1) // 2)
+        once (`concurrent`), at least one, and no other ageval process has containers
+        running on the engine (`others`, see `owners.other_owners`): module docstring.
+        `$AGEVAL_STANDBY` (`SETTING`) set to `on` or `off` decides instead."""
+        setting = os.environ.get(SETTING) or "auto"
+        if setting not in SETTINGS:
+            raise UsageError(
+                "invalid_standby_setting",
+                f"{SETTING}={setting!r} is not one of {', '.join(SETTINGS)}",
+                field=SETTING,
+                hint=f"unset it (auto), or set {SETTING}=on or {SETTING}=off",
+            )
+        half = max(1, (cores or os.cpu_count() or 1) // 2)
+        self.enabled = setting == "on" or (setting == "auto" and concurrent <= half and not others)
 
     def expect(self, network: Network) -> None:
         """An evaluation on `network` will follow: start a placeholder for it, unless

@@ -19,7 +19,7 @@ from agevalx.environments.container import (
     remove_session_containers,
     reopen_session,
 )
-from agevalx.environments.owners import ReapReport, adopting, reap_orphans
+from agevalx.environments.owners import ReapReport, adopting, other_owners, reap_orphans
 from agevalx.environments.standby import standby
 from agevalx.errors import AgevalError, AgevalWarning, UsageError
 from agevalx.formats.base import Dataset, dataset_of
@@ -352,7 +352,8 @@ def _execute(
     if cluster is not None:  # the workers' `docker` resources bound the concurrency
         workers = request.workers or max(1, cluster.capacity)
     else:  # as many attempts run at once as there are workers, or runs to do if fewer
-        standby().size_for(min(workers, sum(1 for node in planned.nodes() if node.kind == "run")))
+        runs = sum(1 for node in planned.nodes() if node.kind == "run")
+        standby().size_for(min(workers, runs), others=other_owners() if engine and runs else 0)
 
     def interrupted() -> None:
         if cluster is not None:

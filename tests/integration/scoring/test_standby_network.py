@@ -27,6 +27,14 @@ from tests.interrupt import sigint_at_default
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture(autouse=True)
+def _standby_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placeholders whatever else runs on the engine: beside the suite's other workers, a run
+    left to choose (`AGEVAL_STANDBY` unset) would start none."""
+    monkeypatch.setenv("AGEVAL_STANDBY", "on")
+
+
 AGEVAL = str(Path(sys.executable).with_name("ageval"))
 PORT = 8931
 """Where the oracle leaves a server listening in the attempt container."""

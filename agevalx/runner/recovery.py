@@ -8,7 +8,10 @@ last checkpoint are moved to activity.abandoned.jsonl (nothing recorded is lost)
 So is their model traffic: the exchanges recorded in model.jsonl after the last checkpoint
 (each checkpoint notes how many lines it had, `model_lines`) move to model.abandoned.jsonl,
 from where they answer the redone invocation's requests (`gateway.replaying.ResumedTraffic`)
-instead of the upstream, as far as they match.
+instead of the upstream, as far as they match. A format whose checkpoints do not hold all
+its verifier reads (Harbor's: the whole container) is not rebuilt from a checkpoint: without
+its old container, the attempt goes back to its start (`ResumePoint.back_to_start`), every
+step redone with its recorded traffic answering first.
 """
 
 from __future__ import annotations

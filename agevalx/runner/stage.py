@@ -556,7 +556,7 @@ def _fresh_environment(
 ) -> Workplace:
     """A new environment, with the last checkpoint (if any) restored into it; or, for a fork
     of a task whose checkpoints do not hold all the verifier reads, a container of the
-    source's committed image (see `operations.run._mark_fork`)."""
+    source's committed image (see `operations.recovery.fork_image`)."""
     image, checkpoint = image_reference(context, node), point.checkpoint if point else None
     fork = node.payload.get("fork")
     if fork is not None and fork.get("image"):

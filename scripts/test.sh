@@ -36,12 +36,16 @@ echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset} (the venv is 
 # (no integration test uses it), collects in 4.4 s of CPU where the whole tests/ took 9.5 s;
 # six workers collect.
 integration=(tests/integration -p no:hypothesispytest)
+timeline() {  # when each file of a phase ran, on which worker (tests/integration/timeline.py)
+  echo "== the $1 phase's timeline"
+  .venv/bin/python -m tests.integration.timeline "$suite_tmp/timeline-$1.jsonl" || true
+}
 # Each pytest run's temporary folder (every test's cache among them) lies under one folder of
 # this run's, so that the images made for those caches can be removed at the end (below).
 suite_tmp=$(mktemp -d /tmp/ageval-suite.XXXXXX)
 echo "== integration tests"
 parallel=0
-.venv/bin/pytest -q -m "not unit and not serial" -n 5 --dist loadfile --durations=15 \
+AGEVAL_TEST_TIMELINE="$suite_tmp/timeline-parallel.jsonl" .venv/bin/pytest -q -m "not unit and not serial" -n 5 --dist loadfile --durations=15 \
   --basetemp "$suite_tmp/parallel" "${integration[@]}" || parallel=$?
 # The unit tests (no engine) run beside the serial phase, whose files mostly wait (on Ray, on
 # pi's model turns) and whose length the cluster file sets: beside it they took 8 s from the
@@ -71,8 +75,10 @@ checks_log=$(mktemp)
 ) >"$checks_log" 2>&1 &
 checks=$!
 serial=0
-.venv/bin/pytest -q -m "not unit and serial" -n 2 --dist loadfile --durations=10 \
+AGEVAL_TEST_TIMELINE="$suite_tmp/timeline-serial.jsonl" .venv/bin/pytest -q -m "not unit and serial" -n 2 --dist loadfile --durations=10 \
   --basetemp "$suite_tmp/serial" "${integration[@]}" || serial=$?
+timeline parallel
+timeline serial
 unit=0
 wait "$unit_tests" || unit=$?
 echo "== unit tests"

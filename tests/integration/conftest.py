@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +76,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONGEST_FIRST.index(relative) if relative in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: each file's tests keep their order
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With `$AGEVAL_TEST_TIMELINE` set (the test command sets it), one line per test: its
+    worker, file, start and end (`tests/integration/timeline.py` summarises them)."""
+    from tests.integration import timeline
+
+    start = time.time()
+    yield
+    path = os.environ.get(timeline.ENV)
+    if path:
+        here = Path(__file__).parent
+        file = Path(item.path)
+        name = file.relative_to(here).as_posix() if file.is_relative_to(here) else str(file)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        timeline.record(path, worker, name, item.nodeid, start, time.time())
 
 
 def pytest_configure(config: pytest.Config) -> None:

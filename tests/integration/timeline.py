@@ -1,0 +1,149 @@
+"""When each integration test file ran, on which worker: the data to shorten a phase's tail.
+
+The test command sets `$AGEVAL_TEST_TIMELINE` to a file of its run; every pytest process of
+an integration phase (each xdist worker) appends one JSON line per test to it: the worker, the
+test's file and node id, its start and end (epoch seconds, setup and teardown included). Lines
+are short and appended with O_APPEND, so the workers' lines do not mix.
+
+`python -m tests.integration.timeline FILE [--json]` summarises a phase: per file, its worker,
+when it started and ended (seconds from the phase's first test) and its wall time; the files
+that ended last; and per worker, how long before the phase's end its last file ended (the
+seconds that worker, and its share of the cores, stood idle while others finished).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ENV = "AGEVAL_TEST_TIMELINE"
+
+
+def record(path: str, worker: str, file: str, nodeid: str, start: float, end: float) -> None:
+    """Append one test's line to the timeline at `path`."""
+    line = json.dumps(
+        {"worker": worker, "file": file, "test": nodeid, "start": start, "end": end},
+        separators=(",", ":"),
+    )
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, (line + "\n").encode())
+    finally:
+        os.close(descriptor)
+
+
+@dataclass(frozen=True)
+class FileSpan:
+    """One test file's run: its worker, its first start and last end (seconds from the
+    phase's first test), and its tests."""
+
+    file: str
+    worker: str
+    start: float
+    end: float
+    tests: int
+
+    @property
+    def wall(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A phase's timeline: its length, its files by start, and each worker's idle tail."""
+
+    length: float
+    files: list[FileSpan]
+    idle_tail: dict[str, float]
+    """Worker -> seconds between its last test's end and the phase's last test's end."""
+
+
+def read(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The timeline's records; a line that is not a whole record (a run cut short) is skipped."""
+    records = []
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and {"worker", "file", "start", "end"} <= item.keys():
+            records.append(item)
+    return records
+
+
+def summarise(records: Iterable[Mapping[str, Any]]) -> Summary:
+    """Group the records by worker and file (a file runs on one worker under --dist
+    loadfile; a file split over workers is shown once per worker)."""
+    spans: dict[tuple[str, str], list[float]] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for item in records:
+        key = (str(item["worker"]), str(item["file"]))
+        start, end = float(item["start"]), float(item["end"])
+        span = spans.setdefault(key, [start, end])
+        span[0], span[1] = min(span[0], start), max(span[1], end)
+        counts[key] = counts.get(key, 0) + 1
+    if not spans:
+        return Summary(0.0, [], {})
+    origin = min(span[0] for span in spans.values())
+    finish = max(span[1] for span in spans.values())
+    files = sorted(
+        (
+            FileSpan(file, worker, start - origin, end - origin, counts[(worker, file)])
+            for (worker, file), (start, end) in spans.items()
+        ),
+        key=lambda span: (span.start, span.file),
+    )
+    last_end: dict[str, float] = {}
+    for span in files:
+        last_end[span.worker] = max(last_end.get(span.worker, 0.0), span.end)
+    idle = {worker: round(finish - origin - end, 1) for worker, end in sorted(last_end.items())}
+    return Summary(round(finish - origin, 1), files, idle)
+
+
+def render(summary: Summary, last: int = 8, longest: int = 12) -> str:
+    """The summary as text: the files that ended last, the longest files, the idle tails."""
+    out = [f"phase: {summary.length:.0f} s from its first test's start to its last test's end"]
+    out.append(f"the {last} files that ended last (start, end, wall in s; worker):")
+    for span in sorted(summary.files, key=lambda span: span.end)[-last:]:
+        out.append(
+            f"  {span.start:6.0f} {span.end:6.0f} {span.wall:6.0f}  {span.worker:4s} {span.file}"
+        )
+    out.append(f"the {longest} longest files:")
+    for span in sorted(summary.files, key=lambda span: span.wall, reverse=True)[:longest]:
+        out.append(
+            f"  {span.start:6.0f} {span.end:6.0f} {span.wall:6.0f}  {span.worker:4s} {span.file}"
+        )
+    tails = ", ".join(f"{worker} {seconds:.0f} s" for worker, seconds in summary.idle_tail.items())
+    out.append(f"each worker's wait from its last test's end to the phase's end: {tails}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("timeline", type=Path)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        text = args.timeline.read_text(encoding="utf-8")
+    except OSError as error:
+        print(f"timeline: cannot read {args.timeline}: {error.strerror}", file=sys.stderr)
+        return 2
+    summary = summarise(read(text.splitlines()))
+    if args.json:
+        document = asdict(summary)
+        for span in document["files"]:
+            span["wall"] = round(span["end"] - span["start"], 1)
+        print(json.dumps(document, indent=2))
+    else:
+        print(render(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -35,7 +35,11 @@ echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset} (the venv is 
 # Each worker collects what it is given: tests/integration alone, without the Hypothesis plugin
 # (no integration test uses it), collects in 4.4 s of CPU where the whole tests/ took 9.5 s;
 # six workers collect.
-integration=(tests/integration -p no:hypothesispytest)
+# The workers take the files in the conftest's order, the longest first
+# (tests/integration/conftest.py): without --no-loadscope-reorder, pytest-xdist (3.6 and later)
+# orders them by their number of tests, and a run's timeline showed OpenClaw's one-test file
+# (206 s) starting 443 s into the phase, and four workers waiting 74 to 138 s for it at the end.
+integration=(tests/integration -p no:hypothesispytest --no-loadscope-reorder)
 timeline() {  # when each file of a phase ran, on which worker (tests/integration/timeline.py)
   echo "== the $1 phase's timeline"
   .venv/bin/python -m tests.integration.timeline "$suite_tmp/timeline-$1.jsonl" || true

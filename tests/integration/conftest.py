@@ -59,10 +59,12 @@ LONGEST_FIRST = (
     "agents/test_egress.py",
 )
 """The test files that take 20 s or more (`--durations`), longest first: the workers take
-them in this order, then the shorter files in collection order, so the files that end the
-phase are short ones and no worker idles long while another finishes (the first two run in
-the serial phase, side by side). Left to collection order, recovery/, run/ and scoring/'s long
-files came last: the phase's four workers ended up to 28 s apart."""
+them in this order (with `--no-loadscope-reorder`, as scripts/test.sh runs them: pytest-xdist
+otherwise orders files by their number of tests), then the shorter files in collection order,
+so the files that end the phase are short ones and no worker idles long while another
+finishes (the first two run in the serial phase, side by side). Left to collection order,
+recovery/, run/ and scoring/'s long files came last: the phase's four workers ended up to 28 s
+apart."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -67,14 +67,15 @@ recovery/, run/ and scoring/'s long files came last: the phase's four workers en
 apart."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
+def _relative(item: pytest.Item) -> str | None:
+    """The item's file relative to this folder (`run/test_x.py`), None when outside it."""
+    here, path = Path(__file__).parent, Path(item.path)
+    return path.relative_to(here).as_posix() if path.is_relative_to(here) else None
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        path = Path(item.path)
-        if not path.is_relative_to(here):
-            return len(LONGEST_FIRST)
-        relative = path.relative_to(here).as_posix()
+        relative = _relative(item)
         return LONGEST_FIRST.index(relative) if relative in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: each file's tests keep their order
@@ -90,9 +91,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     path = os.environ.get(timeline.ENV)
     if path:
-        here = Path(__file__).parent
-        file = Path(item.path)
-        name = file.relative_to(here).as_posix() if file.is_relative_to(here) else str(file)
+        name = _relative(item) or str(item.path)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         timeline.record(path, worker, name, item.nodeid, start, time.time())
 
@@ -142,6 +141,16 @@ def docker_engine() -> object:
         pytest.fail("the base image ageval/base:bookworm is missing: run scripts/setup-docker.sh")
     EVENTS.start()
     return engine
+
+
+@pytest.fixture
+def standby_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring placeholders whatever else runs on the engine (`$AGEVAL_STANDBY=on`), for the
+    tests that count them: beside the suite's other workers, a run left to choose starts none
+    (`environments.standby`)."""
+    from agevalx.environments.standby import SETTING
+
+    monkeypatch.setenv(SETTING, "on")
 
 
 @pytest.fixture

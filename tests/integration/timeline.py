@@ -80,22 +80,20 @@ def read(lines: Iterable[str]) -> list[dict[str, Any]]:
 def summarise(records: Iterable[Mapping[str, Any]]) -> Summary:
     """Group the records by worker and file (a file runs on one worker under --dist
     loadfile; a file split over workers is shown once per worker)."""
-    spans: dict[tuple[str, str], list[float]] = {}
-    counts: dict[tuple[str, str], int] = {}
+    spans: dict[tuple[str, str], tuple[float, float, int]] = {}
     for item in records:
         key = (str(item["worker"]), str(item["file"]))
         start, end = float(item["start"]), float(item["end"])
-        span = spans.setdefault(key, [start, end])
-        span[0], span[1] = min(span[0], start), max(span[1], end)
-        counts[key] = counts.get(key, 0) + 1
+        first, last, tests = spans.get(key, (start, end, 0))
+        spans[key] = (min(first, start), max(last, end), tests + 1)
     if not spans:
         return Summary(0.0, [], {})
     origin = min(span[0] for span in spans.values())
     finish = max(span[1] for span in spans.values())
     files = sorted(
         (
-            FileSpan(file, worker, start - origin, end - origin, counts[(worker, file)])
-            for (worker, file), (start, end) in spans.items()
+            FileSpan(file, worker, start - origin, end - origin, tests)
+            for (worker, file), (start, end, tests) in spans.items()
         ),
         key=lambda span: (span.start, span.file),
     )

@@ -47,12 +47,8 @@ def _write(dataset: Path, files: dict[str, str], mode: int = 0o755) -> None:
 
 
 def test_a_harbor_verification_takes_two_execs_in_a_container_on_a_standby_namespace(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    docker_engine: object,
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_engine: object, standby_on: None
 ) -> None:
-    monkeypatch.setenv("AGEVAL_STANDBY", "on")  # whatever else runs on the engine
     _write(tmp_path / "dataset", TASK_FILES)
     argv = ["run", str(tmp_path / "dataset"), "--agent", "oracle", "--json"]
     with session_events() as events:

@@ -45,15 +45,12 @@ def session_events() -> Iterator[collections.Counter[str]]:
 
 
 def test_a_fresh_attempt_uses_three_containers_one_exec_and_leaves_nothing(
-    copy_dataset, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    copy_dataset, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, standby_on: None
 ) -> None:
     # a bundles folder of its own: the first run extracts the evaluator's runtime into it
     # (the other tests share the machine's, see tests/integration/conftest.py)
     bundles = tmp_path / "bundles"
     monkeypatch.setenv(BUNDLES_ENV, str(bundles))
-    # a run alone on its engine starts a placeholder; beside the suite's other workers, a run
-    # left to choose would not (`environments.standby`)
-    monkeypatch.setenv("AGEVAL_STANDBY", "on")
     dataset = copy_dataset(RUNCASES)
     run_json(capsys, str(dataset), "--task", "echo-pass")  # the image and the runtime
     with session_events() as events:

@@ -16,7 +16,6 @@ import yaml
 from agevalx.cli import main
 from agevalx.environments.container import SESSION
 from agevalx.environments.engine import client, image_exists
-from agevalx.environments.standby import SETTING as STANDBY
 from tests.integration.run.test_run_oracle import containers_created_since
 
 pytestmark = pytest.mark.integration
@@ -204,11 +203,9 @@ def with_params(dataset: Path, use: list[str]) -> Path:
 
 
 def test_the_evaluator_reaches_a_named_scoring_host_started_on_first_use(
-    copy_dataset, capsys, python_image, monkeypatch
+    copy_dataset, capsys, python_image, standby_on
 ) -> None:
-    # the count below holds the placeholder, which a run left to choose does not start beside
-    # the suite's other workers (`environments.standby`)
-    monkeypatch.setenv(STANDBY, "on")
+    # the count below holds the placeholder
     dataset = with_host(copy_dataset(DATASET), isolated())
     started = time.time()
     code, document = run_json(capsys, str(dataset), "--task", "named-hosts")
@@ -228,9 +225,8 @@ def test_the_evaluator_reaches_a_named_scoring_host_started_on_first_use(
 
 
 def test_a_scoring_host_nobody_asks_for_is_never_started(
-    copy_dataset, capsys, python_image, monkeypatch
-):
-    monkeypatch.setenv(STANDBY, "on")  # the placeholder is counted, as above
+    copy_dataset, capsys, python_image, standby_on
+):  # the placeholder is counted, as above
     dataset = with_params(with_host(copy_dataset(DATASET), isolated()), [])
     started = time.time()
     code, document = run_json(capsys, str(dataset), "--task", "named-hosts")

@@ -25,14 +25,7 @@ from agevalx.environments.owners import OWNER_PID
 from tests.integration.engine_events import watching
 from tests.interrupt import sigint_at_default
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _standby_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Placeholders whatever else runs on the engine: beside the suite's other workers, a run
-    left to choose (`AGEVAL_STANDBY` unset) would start none."""
-    monkeypatch.setenv("AGEVAL_STANDBY", "on")
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("standby_on")]
 
 
 AGEVAL = str(Path(sys.executable).with_name("ageval"))

@@ -55,6 +55,10 @@ class Container:
     image: str | None = None
     """The image the container was started from: what every container of one image has (its
     shell) is asked once per process. None: asked each time."""
+    bundles: Mapping[str, str] = field(default_factory=dict)
+    """The agent bundles bind-mounted at the container's start, name to key: an executor finds
+    them without asking the container. Empty when not known (a container found again after a
+    crash): the executor then looks for the bundle's marker."""
 
 
 @dataclass(frozen=True)

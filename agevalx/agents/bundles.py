@@ -233,8 +233,15 @@ def container_mounts(
     `roles` are the lock's role profiles (`lock["binding"]["roles"]`). Bundles missing on
     this machine are built here, before the attempt container starts.
     """
+    return tuple(bundle.mount for bundle in role_bundles(roles, cache_dir=cache_dir))
+
+
+def role_bundles(
+    roles: Mapping[str, Mapping[str, Any]], *, cache_dir: Path | None = None
+) -> tuple[Bundle, ...]:
+    """The bundles the roles run (`container_mounts` mounts them), built here if missing."""
     names = sorted({spec.name for profile in roles.values() for spec in _profile_bundles(profile)})
-    return tuple(ensure_bundle(name, cache_dir=cache_dir).mount for name in names)
+    return tuple(ensure_bundle(name, cache_dir=cache_dir) for name in names)
 
 
 def bundle_archive(bundle: Bundle) -> Path:

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from agevalx.agents.base import (
     OracleLayout,
     WallTimeExceeded,
 )
-from agevalx.agents.bundles import container_mounts
+from agevalx.agents.bundles import role_bundles
 from agevalx.cache.manifest import OutputRef
 from agevalx.cache.store import CacheStore
 from agevalx.config.secrets import resolve_reference
@@ -169,6 +169,8 @@ class Workplace:
     """Variables ageval set on the container (their values may be secrets)."""
     oracle_seeded: bool = False
     """The oracle's solution/ came in as the container started (`_oracle_solution`)."""
+    bundles: Mapping[str, str] = field(default_factory=dict)
+    """The agent bundles mounted at the container's start, name to key (empty: not known)."""
 
     @property
     def container(self) -> AttemptContainer:
@@ -204,6 +206,7 @@ def start_environment(
         record_names(name, project)
     egress = options.get("egress")
     network = "none" if egress == "none" else options.get("network")
+    bundles = role_bundles(profiles(lock), cache_dir=cache_dir)
     base = ContainerSpec(
         image=image,
         name_hint=name_hint,
@@ -212,7 +215,7 @@ def start_environment(
         user=options.get("user"),
         platform=options.get("platform"),
         labels=((ATTEMPT_LABEL, label),),
-        mounts=container_mounts(profiles(lock), cache_dir=cache_dir),
+        mounts=tuple(bundle.mount for bundle in bundles),
     )
     workdir = runtime.workdir(image)
     spec = runtime.container_spec(base)
@@ -236,6 +239,7 @@ def start_environment(
         workdir=workdir,
         environment_names=names,
         oracle_seeded=solution is not None,
+        bundles={bundle.spec.name: bundle.key for bundle in bundles},
     )
 
 
@@ -334,6 +338,7 @@ class _Invoker:
                 home=HOME,
                 private=PRIVATE,
                 image=run.container.image,
+                bundles=run.bundles,
             ),
             deadline=run.quotas.deadline,
             record=run.journal.recorder(role, index),
@@ -427,6 +432,8 @@ class _RunState:
     oracle_seeded: bool = False
     """The oracle's solution/ is in the container already: its first invocation copies
     nothing (`OracleLayout.seeded`)."""
+    bundles: Mapping[str, str] = field(default_factory=dict)
+    """The agent bundles mounted at the container's start (`Workplace.bundles`)."""
 
     @property
     def lock(self) -> TaskLock:
@@ -753,6 +760,7 @@ def _run_attempt(
             checkpoint=(point.checkpoint or {}).get("key") if point else None,
             routes=routes,
             oracle_seeded=place.oracle_seeded,
+            bundles=place.bundles,
         )
         started = time.monotonic()
         pending = point.unsnapshotted() if point else None

@@ -3,9 +3,10 @@
 For an entry naming an agent of the catalog (`options.entry: claude-code`), the executor:
 
 1. finds the bundle in the container: mounted read-only at `/opt/ageval/agents/<name>` by the
-   environment stage (its marker names the expected key), or, when it is not mounted, builds
-   it on the host if needed and copies it into `<attempt>/.ageval/bundles/<id>/` for this
-   invocation only (removed afterwards, so it never reaches the committed image);
+   environment stage, which says so in `Container.bundles` (a container found again after a
+   crash is asked for the bundle's marker, which names the key); or, when it is not mounted,
+   builds it on the host if needed and copies it into `<attempt>/.ageval/bundles/<id>/` for
+   this invocation only (removed afterwards, so it never reaches the committed image);
 2. asks the agent's `configure` (`agevalx.agents.catalog`) for its configuration, given the
    model, the endpoint as the container reaches it, HOME and the bundle's folder, and writes
    its files into the agent's HOME as the agent's user. The API key is never written: it
@@ -173,9 +174,13 @@ async def _locate(sandbox: Sandbox, invocation: Invocation, spec: BundleSpec) ->
     platform = await asyncio.to_thread(bundles.default_platform)
     key = bundles.bundle_key(spec, platform)
     mounted = bundles.mount_point(spec.name)
-    marker = await sandbox.run(["cat", posixpath.join(mounted, bundles.MARKER)])
-    if marker.returncode == 0 and _marker_key(marker.stdout) == key:
+    known = invocation.container.bundles
+    if known.get(spec.name) == key:  # the run stage mounted it: no exec asks
         return _Located(mounted, "mounted", key)
+    if not known:  # not known (a container found again): its marker says
+        marker = await sandbox.run(["cat", posixpath.join(mounted, bundles.MARKER)])
+        if marker.returncode == 0 and _marker_key(marker.stdout) == key:
+            return _Located(mounted, "mounted", key)
     bundle = await _ensure(spec, platform)
     parent = posixpath.join(staging_dir(invocation.container, "bundles"), uuid.uuid4().hex[:12])
     copier = _Copier(invocation.container.id, parent)

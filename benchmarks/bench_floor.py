@@ -42,10 +42,10 @@ removals: 17 engine events. On top of the floor, ageval's fresh attempt does:
 - the copy in makes the attempt directories (workspace, home and .ageval, a tar of
   directory entries, `environments/container.py`; an exec of `mkdir -p` on an image of another
   user) and holds the oracle's solution/ (`runner/stage.py`, `_oracle_solution`), as the
-  floor's holds the workspace and solve.sh; one more copy out: the checkpoint reads the home
-  as well as the workspace (a task
-  without run.py invokes its agent once, so that checkpoint lists nothing for a next one:
-  with run.py, one more exec, `date; find -printf`, `runner/incremental.py`); the oracle's
+  floor's holds the workspace and solve.sh; the one copy out is of /attempt, the checkpoint
+  reads the home as well as the workspace from it (a task without run.py invokes its agent
+  once, so that checkpoint lists nothing for a next one: with run.py, one more exec,
+  `date; find -printf`, `runner/incremental.py`); the oracle's
   `command -v bash` probe runs once per image and process; and solve.sh runs through a
   `docker exec` client process, not the API;
 - `--init` and a host-gateway entry on every container, the commit's tag;

@@ -6,7 +6,7 @@ import io
 import os
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from agevalx.errors import AgevalError
@@ -71,12 +71,19 @@ def tar_directories(paths: Iterable[str], trees: Iterable[tuple[Path, str]] = ()
     return buffer.getvalue()
 
 
-def _strip(member: tarfile.TarInfo, strip: str) -> tarfile.TarInfo | None:
+def _strip(
+    member: tarfile.TarInfo, strip: str, *, keep_root: bool = False
+) -> tarfile.TarInfo | None:
+    """`member` relative to the archive's top directory `strip`; None for the top itself
+    and, unless `keep_root` (which keeps every kind), for devices, fifos and hard links,
+    which are not snapshotted."""
     path = PurePosixPath(member.name)
     if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != strip:
         raise AgevalError("unsafe_archive", f"archive member {member.name!r} escapes {strip}/")
-    if len(path.parts) == 1 or not (member.isfile() or member.isdir() or member.issym()):
-        return None  # the root itself; devices, fifos and hard links are not snapshotted
+    if len(path.parts) == 1:
+        return None
+    if not keep_root and not (member.isfile() or member.isdir() or member.issym()):
+        return None
     return member.replace(name="/".join(path.parts[1:]), deep=False)
 
 
@@ -103,23 +110,58 @@ def extract_stream(chunks: Iterable[bytes], destination: Path, strip: str) -> No
     recreated as links; one pointing outside is kept as data, and a member that would be
     written through such a link is refused (`unsafe_archive`).
     """
+    _destination(destination)
+    with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
+        for member in archive:
+            safe = _strip(member, strip)
+            if safe is not None:
+                _extract(archive, safe, destination)
+
+
+def extract_split(
+    chunks: Iterable[bytes], strip: str, destinations: Mapping[str, Path]
+) -> set[str]:
+    """Extract a container archive of a directory (top directory `strip`) whose
+    subdirectories named in `destinations` each go into their destination, as
+    `extract_stream` extracts one; the archive's other members are read and dropped. Returns
+    the names found as directories: one missing, or not a directory (a symlink), is not
+    extracted."""
+    for destination in destinations.values():
+        _destination(destination)
+    found: set[str] = set()
+    with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
+        for member in archive:
+            inner = _strip(member, strip, keep_root=True)
+            if inner is None:
+                continue
+            name, _, rest = inner.name.partition("/")
+            if name not in destinations:
+                continue
+            if not rest:
+                if inner.isdir():
+                    found.add(name)
+                continue
+            if inner.isfile() or inner.isdir() or inner.issym():
+                _extract(archive, inner.replace(name=rest, deep=False), destinations[name])
+    return found
+
+
+def _destination(destination: Path) -> None:
     if destination.is_symlink():
         raise AgevalError(
             "unsafe_path", f"{destination} is a symlink: nothing is written through it"
         )
     destination.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
-        for member in archive:
-            safe = _strip(member, strip)
-            if safe is None:
-                continue
-            if safe.issym() and _link_escapes(safe):
-                _place_symlink(safe, destination)
-                continue
-            try:
-                archive.extract(safe, destination, filter="data")
-            except tarfile.FilterError as exc:
-                raise AgevalError("unsafe_archive", f"refused archive member: {exc}") from None
+
+
+def _extract(archive: tarfile.TarFile, member: tarfile.TarInfo, destination: Path) -> None:
+    if member.issym() and _link_escapes(member):
+        _place_symlink(member, destination)
+        return
+    try:
+        archive.extract(member, destination, filter="data")
+    except tarfile.FilterError as exc:
+        raise AgevalError("unsafe_archive", f"refused archive member: {exc}") from None
 
 
 class ChunkReader(io.RawIOBase):

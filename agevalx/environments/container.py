@@ -11,7 +11,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cache
@@ -24,6 +24,7 @@ from docker.types.daemon import CancellableStream
 
 from agevalx.environments.archive import (
     ChunkReader,
+    extract_split,
     extract_stream,
     tar_directories,
     tar_directory,
@@ -35,9 +36,11 @@ from agevalx.environments.names import docker_name
 from agevalx.environments.owners import made_labels, owner_labels
 from agevalx.fsutil import open_inside
 
-WORKSPACE = "/attempt/workspace"
-HOME = "/attempt/home"
-PRIVATE = "/attempt/.ageval"
+ATTEMPT = "/attempt"
+"""The attempt's own folder: the workspace, the home and ageval's staging folder, no more."""
+WORKSPACE = f"{ATTEMPT}/workspace"
+HOME = f"{ATTEMPT}/home"
+PRIVATE = f"{ATTEMPT}/.ageval"
 ATTEMPT_LABEL = f"{LABEL}.attempt"
 SESSION = uuid.uuid4().hex
 """Labels every container this process starts, so an interrupted run can remove them all."""
@@ -490,14 +493,32 @@ class AttemptContainer:
         processes frozen (`docker pause`), which nothing inside can outrun. The freezer itself
         can give up on processes that fork without pause (runc's "unable to freeze"): it is
         asked again, and if it never succeeds the copy is retried unfrozen."""
+        self._copy_whole(path, lambda: self._copy_directory(path, destination))
+
+    def get_directories(self, parent: str, destinations: Mapping[str, Path]) -> set[str]:
+        """Copy subdirectories of `parent` (`{name: destination}`) as `get_directory` copies
+        one, from one archive of `parent`: one engine copy instead of one per directory (each
+        is a re-exec of the engine's binary, about 70 ms of CPU). The parent's other entries
+        are read and dropped, so `parent` must hold little else: the attempt's own folder.
+        Returns the names copied; one missing or not a directory is left to `get_directory`."""
+        copied: set[str] = set()
+
+        def copy() -> None:
+            copied.clear()
+            copied.update(self._copy_directories(parent, destinations))
+
+        self._copy_whole(parent, copy)
+        return copied
+
+    def _copy_whole(self, path: str, copy: Callable[[], None]) -> None:
         try:
-            self._copy_directory(path, destination)
+            copy()
             return
         except tarfile.ReadError as exc:
             cut = exc
         if self._pause():
             try:  # the next copy overwrites what the cut one wrote
-                self._copy_directory(path, destination)
+                copy()
                 return
             except tarfile.ReadError as exc:
                 cut = exc
@@ -507,7 +528,7 @@ class AttemptContainer:
         else:
             for _ in range(UNFROZEN_COPY_TRIES):
                 try:
-                    self._copy_directory(path, destination)
+                    copy()
                     return
                 except tarfile.ReadError as exc:
                     cut = exc
@@ -534,6 +555,15 @@ class AttemptContainer:
         except docker.errors.APIError as exc:
             raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {exc}") from None
         extract_stream(chunks, destination, path.rstrip("/").rsplit("/", 1)[-1])
+
+    def _copy_directories(self, parent: str, destinations: Mapping[str, Path]) -> set[str]:
+        try:
+            chunks, _ = self._container.get_archive(parent)
+        except docker.errors.NotFound:
+            return set()
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure("copy_failed", f"cannot copy {parent}: {exc}") from None
+        return extract_split(chunks, parent.rstrip("/").rsplit("/", 1)[-1], destinations)
 
     def read_file(self, path: str, limit: int = OUTPUT_LIMIT) -> bytes | None:
         """A regular file's first `limit` bytes, or None when there is no such file. The

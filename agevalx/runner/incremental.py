@@ -10,7 +10,9 @@ files are read (GNU `tar` in the container, one exec, streamed into the cache). 
 listing gives directories, symlink targets and modes, so deletions, renames, mode changes,
 new symlinks and directories replaced by files need no reading at all. When nothing can be
 reused (a container's first checkpoint), Docker's archive reads the directory, which is
-faster for everything, and the listing is remembered with the digests it gave.
+faster for everything, and the listing is remembered with the digests it gave; an ageval
+task's workspace and home, both in the attempt's own folder, come in one archive of it
+(`full_trees`).
 
 What ageval trusts. The kernel sets a file's ctime on every write, chmod, rename or link
 change, and an agent cannot set it back (that takes setting the clock, CAP_SYS_TIME, or
@@ -52,7 +54,7 @@ from docker.utils.socket import STDOUT, frames_iter
 from agevalx.cache.manifest import DIR_MODE, SYMLINK_MODE, TreeEntry, TreeManifest
 from agevalx.cache.store import CacheStore
 from agevalx.environments.archive import ChunkReader
-from agevalx.environments.container import AttemptContainer
+from agevalx.environments.container import ATTEMPT, AttemptContainer
 from agevalx.environments.engine import EnvironmentFailure
 from agevalx.fsutil import RACY_WINDOW_NS
 
@@ -299,10 +301,9 @@ def take_trees(
             )
             read_bytes = sum(files[path][1] for path in work.dirty)
             taken[index] = TakenTree(manifest, len(work.dirty), read_bytes, True)
-    trees = [
-        full_tree(container, store, root) if tree is None else tree
-        for root, tree in zip(roots, taken, strict=True)
-    ]
+    unread = [root for root, tree in zip(roots, taken, strict=True) if tree is None]
+    whole = full_trees(container, store, unread) if unread else {}
+    trees = [whole[root] if tree is None else tree for root, tree in zip(roots, taken, strict=True)]
     for index, listing in enumerate(listings):
         if listing is not None and seeds[index]:
             files = {
@@ -320,12 +321,45 @@ def _remembered(store: CacheStore, scope: str) -> Remembered | None:
     return None if state is None else Remembered.decode(state)
 
 
+def full_trees(
+    container: AttemptContainer, store: CacheStore, roots: list[str]
+) -> dict[str, TakenTree]:
+    """Re-read whole directories through Docker's archives: the directories of the attempt's
+    own folder (an ageval task's workspace and home) in one archive of that folder, any
+    other root in one of its own."""
+    together = [
+        root
+        for root in roots
+        if posixpath.dirname(root) == ATTEMPT and not posixpath.basename(root).startswith(".")
+    ]
+    trees: dict[str, TakenTree] = {}
+    if len(together) > 1:
+        with tempfile.TemporaryDirectory(prefix="ageval-snapshot-") as scratch:
+            local = {
+                posixpath.basename(root): Path(scratch) / f"tree-{index}"
+                for index, root in enumerate(together)
+            }
+            copied = container.get_directories(ATTEMPT, local)
+            for root in together:
+                if posixpath.basename(root) in copied:
+                    trees[root] = _taken(
+                        store.put_tree(local[posixpath.basename(root)], transient=True)
+                    )
+    for root in roots:
+        if root not in trees:
+            trees[root] = full_tree(container, store, root)
+    return trees
+
+
 def full_tree(container: AttemptContainer, store: CacheStore, root: str) -> TakenTree:
     """Re-read the whole directory through Docker's archive of it."""
     with tempfile.TemporaryDirectory(prefix="ageval-snapshot-") as scratch:
         local = Path(scratch) / "tree"
         container.get_directory(root, local)
-        manifest = store.put_tree(local, transient=True)
+        return _taken(store.put_tree(local, transient=True))
+
+
+def _taken(manifest: TreeManifest) -> TakenTree:
     return TakenTree(manifest, sum(1 for _ in manifest.files()), manifest.total_size, False)
 
 

@@ -72,9 +72,10 @@ def test_a_fresh_attempt_uses_three_containers_one_exec_and_leaves_nothing(
     # the attempt directories with the oracle's solution/ in them (the image runs as root);
     # the evaluator's files in one archive
     assert events["extract-to-dir"] == 2, events
-    # the checkpoint reads the workspace and the home (the final snapshot is that
-    # checkpoint's: nothing happened since); the evaluator's result comes in its output
-    assert events["archive-path"] == 2, events
+    # the checkpoint reads the workspace and the home in one archive of /attempt (the final
+    # snapshot is that checkpoint's: nothing happened since); the evaluator's result comes in
+    # its output
+    assert events["archive-path"] == 1, events
     runtimes = list(bundles.glob("evaluator-python-*/lib/python3.*"))
     assert len(runtimes) == 1
     for name in ("typing", "pathlib", "json/__init__"):

@@ -114,7 +114,7 @@ def test_one_changed_file_is_the_only_one_read_and_the_tree_equals_a_full_re_rea
     def no_full_re_read(*args: object) -> object:
         raise AssertionError("the checkpoint re-read a whole directory")
 
-    monkeypatch.setattr(incremental, "full_tree", no_full_re_read)
+    monkeypatch.setattr(incremental, "full_trees", no_full_re_read)
     second = snapshot(container, store)
     assert (second.files_read, second.bytes_read) == (1, 12345)
     assert second.workspace != first.workspace and second.home == first.home

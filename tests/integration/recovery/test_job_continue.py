@@ -71,6 +71,13 @@ def kill_mid_job(dataset: Path, timeout: float = 120) -> int:
     return process.pid
 
 
+def _described(found: dict[str, Any]) -> str:
+    labels = found.get("Labels") or {}
+    maker = f"pid {labels.get('ageval.owner.pid')} session {labels.get('ageval.session')}"
+    made = f"created {found['Created']}, {maker}"
+    return f"{found['Names']} {labels.get('ageval')} {found['Status']} {made}"
+
+
 def test_a_killed_job_continues_each_attempt_from_its_last_checkpoint(copy_dataset, capsys) -> None:
     dataset = copy_dataset(RUNCASES)
     started = time.time()
@@ -95,7 +102,10 @@ def test_a_killed_job_continues_each_attempt_from_its_last_checkpoint(copy_datas
     assert document["reaped"]["containers"], "the dead process's containers were not reaped"
     for result in results:
         labels = [f"ageval.attempt={result['attempt_id']}"]
-        assert client().containers.list(all=True, sparse=True, filters={"label": labels}) == []
+        left = client().api.containers(all=True, filters={"label": labels})
+        # what is left, said plainly: its role (attempt, harness, scoring), state and maker
+        seen = f"at {time.time():.3f}; the killed job was pid {killed}, this is {os.getpid()}"
+        assert [_described(found) for found in left] == [], seen
 
     # Once more: every attempt is sealed now, and reused.
     code = main([COMMAND[0], str(dataset), *COMMAND[1:], "--json"])

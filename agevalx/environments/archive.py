@@ -71,19 +71,12 @@ def tar_directories(paths: Iterable[str], trees: Iterable[tuple[Path, str]] = ()
     return buffer.getvalue()
 
 
-def _strip(
-    member: tarfile.TarInfo, strip: str, *, keep_root: bool = False
-) -> tarfile.TarInfo | None:
-    """`member` relative to the archive's top directory `strip`; None for the top itself
-    and, unless `keep_root` (which keeps every kind), for devices, fifos and hard links,
-    which are not snapshotted."""
+def _strip(member: tarfile.TarInfo, strip: str) -> tarfile.TarInfo | None:
     path = PurePosixPath(member.name)
     if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != strip:
         raise AgevalError("unsafe_archive", f"archive member {member.name!r} escapes {strip}/")
-    if len(path.parts) == 1:
-        return None
-    if not keep_root and not (member.isfile() or member.isdir() or member.issym()):
-        return None
+    if len(path.parts) == 1 or not (member.isfile() or member.isdir() or member.issym()):
+        return None  # the root itself; devices, fifos and hard links are not snapshotted
     return member.replace(name="/".join(path.parts[1:]), deep=False)
 
 
@@ -131,18 +124,16 @@ def extract_split(
     found: set[str] = set()
     with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as archive:
         for member in archive:
-            inner = _strip(member, strip, keep_root=True)
+            inner = _strip(member, strip)
             if inner is None:
                 continue
             name, _, rest = inner.name.partition("/")
             if name not in destinations:
                 continue
-            if not rest:
-                if inner.isdir():
-                    found.add(name)
-                continue
-            if inner.isfile() or inner.isdir() or inner.issym():
+            if rest:
                 _extract(archive, inner.replace(name=rest, deep=False), destinations[name])
+            elif inner.isdir():
+                found.add(name)
     return found
 
 

@@ -108,18 +108,16 @@ def render(summary: Summary, last: int = 8, longest: int = 12) -> str:
     """The summary as text: the files that ended last, the longest files, the idle tails."""
     out = [f"phase: {summary.length:.0f} s from its first test's start to its last test's end"]
     out.append(f"the {last} files that ended last (start, end, wall in s; worker):")
-    for span in sorted(summary.files, key=lambda span: span.end)[-last:]:
-        out.append(
-            f"  {span.start:6.0f} {span.end:6.0f} {span.wall:6.0f}  {span.worker:4s} {span.file}"
-        )
+    out += map(_row, sorted(summary.files, key=lambda span: span.end)[-last:])
     out.append(f"the {longest} longest files:")
-    for span in sorted(summary.files, key=lambda span: span.wall, reverse=True)[:longest]:
-        out.append(
-            f"  {span.start:6.0f} {span.end:6.0f} {span.wall:6.0f}  {span.worker:4s} {span.file}"
-        )
+    out += map(_row, sorted(summary.files, key=lambda span: span.wall, reverse=True)[:longest])
     tails = ", ".join(f"{worker} {seconds:.0f} s" for worker, seconds in summary.idle_tail.items())
     out.append(f"each worker's wait from its last test's end to the phase's end: {tails}")
     return "\n".join(out)
+
+
+def _row(span: FileSpan) -> str:
+    return f"  {span.start:6.0f} {span.end:6.0f} {span.wall:6.0f}  {span.worker:4s} {span.file}"
 
 
 def main(argv: list[str] | None = None) -> int:

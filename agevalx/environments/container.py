@@ -628,13 +628,21 @@ class AttemptContainer:
         variables whose values must not be kept in the image. The image is labelled as made
         by this process (owner labels, see `owners`) plus `labels`. `pause` freezes the
         container's processes meanwhile (needless once they have stopped writing: it costs
-        the engine a pause and an unpause). The reference and the id."""
+        the engine a pause and an unpause). A commit unpaused that a process still writing cut
+        short (a daemon the agent left running: the engine's tar of the container's layer
+        found a file shorter than it said) is taken again paused. The reference and the id."""
         changes = [f"ENV {name}=" for name in blank]
         conf = {"Labels": {**owner_labels(), **(labels or {})}}
         if blank:
             conf["Labels"][UNSET_LABEL] = " ".join(blank)
         api = self._container.client.api
-        image_id = str(api.commit(self.id, changes=changes or None, conf=conf, pause=pause)["Id"])
+        try:
+            made = api.commit(self.id, changes=changes or None, conf=conf, pause=pause)
+        except docker.errors.APIError as exc:
+            if pause or not torn_commit(exc):
+                raise
+            made = api.commit(self.id, changes=changes or None, conf=conf, pause=True)
+        image_id = str(made["Id"])
         tag = image_id.removeprefix("sha256:")[:32]
         api.tag(image_id, repository, tag=tag)
         return f"{repository}:{tag}", image_id
@@ -707,6 +715,16 @@ class AttemptContainer:
         with contextlib.suppress(Exception):  # gone already, or slow to end: removed anyway
             self._container.client.api.wait(self.id, timeout=ENDING_WAIT)
         self._remove()
+
+
+TORN_COMMIT = "Error processing tar file"
+"""How the engine answers a commit whose tar of the container's layer a writer cut short
+(`archive/tar: missed writing N bytes` in its log, `unexpected EOF` to the client)."""
+
+
+def torn_commit(exc: docker.errors.APIError) -> bool:
+    """Whether a failed commit was cut short by a process still writing in the container."""
+    return TORN_COMMIT in str(exc.explanation or exc)
 
 
 def _attach(api: Any, container: str) -> Any:

@@ -4,7 +4,9 @@
 Gateway, which runs the agent loop, its tools (`exec`, `read`, `write`, `edit`, ...) and the
 model calls. So the bundle's `openclaw-acp.sh` starts a Gateway for the invocation on the
 container's loopback (its state under `~/.openclaw`), waits for it to be ready, runs the
-bridge against it, and stops the Gateway when the bridge ends. openclaw needs Node 24.
+bridge against it, and stops the Gateway when the bridge ends, waiting for it to exit (it
+writes its state as it shuts down: an unpaused commit of the container right after found its
+SQLite files changing under it). openclaw needs Node 24.
 
 The package's postinstall (`scripts/postinstall-bundled-plugins.mjs`, skipped by
 `--ignore-scripts`) prunes dist files of an older install (a fresh install has none),
@@ -15,7 +17,11 @@ fresh install.
 
 Configuration, `~/.openclaw/openclaw.json`, written before each invocation:
 
-- the Gateway: local, loopback only, no auth (nothing but the container reaches it);
+- the Gateway: local, loopback only, no auth (nothing but the container reaches it), no
+  Control UI (`gateway.controlUi.enabled`): with it on, every Gateway start copies the web
+  dashboard's assets, 52 MB, into `~/.openclaw/cache/control-ui-assets`, which nothing in a
+  container serves and which each run checkpoint, commit and cache entry then carried (a
+  checkpoint of harbor-demo `hello` held 55.8 MB of home, 1.6 MB without them);
 - one provider, `ageval` (`openai-completions`, the gateway's URL, the key as
   `${AGEVAL_API_KEY}`, which openclaw expands from its environment), replacing the built-in
   catalogue; the default model is the role's;
@@ -71,7 +77,20 @@ port="${OPENCLAW_GATEWAY_PORT:-18789}"
 mkdir -p "$state" || exit 1
 "$root/node" "$cli" gateway run --port "$port" >"$log" 2>&1 &
 gateway=$!
-trap 'kill "$gateway" 2>/dev/null' EXIT
+# At the end, the Gateway is stopped and waited for (killed after 10 s): it writes its state
+# as it shuts down, and the invocation's checkpoint and commit follow right after.
+stop() {
+  kill "$gateway" 2>/dev/null || return 0
+  tries=0
+  while [ "$tries" -lt 100 ] && ! grep -qs '^State:[[:space:]]*Z' "/proc/$gateway/status" &&
+    [ -e "/proc/$gateway" ]; do
+    sleep 0.1
+    tries=$((tries + 1))
+  done
+  kill -9 "$gateway" 2>/dev/null
+  wait "$gateway" 2>/dev/null
+}
+trap stop EXIT
 trap 'exit 143' INT TERM HUP
 waited=0
 until grep -q '\\[gateway\\] ready' "$log" 2>/dev/null; do
@@ -132,6 +151,7 @@ def openclaw_config(setup: AgentSetup) -> dict[str, Any]:
             "port": GATEWAY_PORT,
             "bind": "loopback",
             "auth": {"mode": "none"},
+            "controlUi": {"enabled": False},
         },
         "update": {"checkOnStart": False},
         "telemetry": {"enabled": False},

@@ -84,16 +84,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """With `$AGEVAL_TEST_TIMELINE` set (the test command sets it), one line per test: its
-    worker, file, start and end (`tests/integration/timeline.py` summarises them)."""
+    worker, file, start, end and the machine's CPU meanwhile (`tests/integration/timeline.py`
+    summarises them)."""
     from tests.integration import timeline
 
-    start = time.time()
+    start, cpu = time.time(), timeline.machine_cpu()
     yield
     path = os.environ.get(timeline.ENV)
     if path:
         name = _relative(item) or str(item.path)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        timeline.record(path, worker, name, item.nodeid, start, time.time())
+        spent = timeline.machine_cpu() - cpu
+        timeline.record(path, worker, name, item.nodeid, start, time.time(), spent)
 
 
 def pytest_configure(config: pytest.Config) -> None:

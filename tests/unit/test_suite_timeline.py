@@ -77,3 +77,35 @@ def test_the_command_prints_json_and_refuses_a_missing_file(
     assert document["files"][0]["wall"] == 15.5
     assert timeline.main([str(tmp_path / "absent.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_one_workers_phase_lists_the_files_that_cost_the_machine_the_most_cpu(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "timeline.jsonl")
+    timeline.record(path, "main", "a.py", "a.py::one", 0.0, 10.0, cpu=4.0)
+    timeline.record(path, "main", "a.py", "a.py::two", 10.0, 20.0, cpu=6.5)
+    timeline.record(path, "main", "b.py", "b.py::one", 20.0, 25.0, cpu=30.0)
+    summary = timeline.summarise(timeline.read(_lines(tmp_path / "timeline.jsonl")))
+    assert {span.file: span.cpu for span in summary.files} == {"a.py": 10.5, "b.py": 30.0}
+    lines = timeline.render(summary).splitlines()
+    heading = lines.index("the 12 files that cost the machine the most CPU (of 40 s):")
+    # b.py first: 30 CPU-s in 5 s, 6 cores (the engine's and containers' work included)
+    assert lines[heading + 1].split()[:6] == ["30", "CPU-s", "5", "s", "6.00", "cores"]
+    assert lines[heading + 1].endswith("b.py") and lines[heading + 2].endswith("a.py")
+
+
+def test_with_several_workers_no_cpu_is_shown_nor_for_old_lines(tmp_path: Path) -> None:
+    path = tmp_path / "timeline.jsonl"
+    timeline.record(str(path), "gw0", "a.py", "a.py::t", 0.0, 10.0, cpu=5.0)
+    timeline.record(str(path), "gw1", "b.py", "b.py::t", 0.0, 10.0, cpu=5.0)
+    assert "most CPU" not in timeline.render(timeline.summarise(timeline.read(_lines(path))))
+    old = '{"worker": "main", "file": "c.py", "test": "c.py::t", "start": 1, "end": 2}'
+    (summary_file,) = timeline.summarise(timeline.read([old])).files
+    assert summary_file.cpu == 0.0
+
+
+def test_the_machines_cpu_only_grows() -> None:
+    first = timeline.machine_cpu()
+    sum(range(2_000_000))
+    assert timeline.machine_cpu() >= first > 0

@@ -108,6 +108,16 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[SCOPE_ENV] = f"tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
+def this_workers(*labels: str) -> list[str]:
+    """Docker label filters `labels` narrowed to what this pytest process and the ageval
+    processes its tests start made (its owner scope, `pytest_configure`). An attempt's id is a
+    content hash: another worker's test running the same task at the same moment labels its
+    containers alike (a test counting what it left once found another's live containers)."""
+    from agevalx.environments.owners import OWNER_SCOPE, SCOPE_ENV
+
+    return [*labels, f"{OWNER_SCOPE}={os.environ[SCOPE_ENV]}"]
+
+
 def _machine_bundles_dir() -> Path:
     from agevalx.cache.location import default_cache_dir
 

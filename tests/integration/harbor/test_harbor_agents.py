@@ -22,6 +22,7 @@ import pytest
 
 from agevalx.cli import main
 from agevalx.environments.engine import client
+from tests.integration.conftest import this_workers
 from tests.integration.recovery.test_resume_faults import (
     agent_starts,
     attempt_dirs,
@@ -149,7 +150,7 @@ def _kill_when(dataset: Path, condition: Callable[[], bool], timeout: float = 12
 
 def _verifying(dataset: Path) -> bool:
     for directory in attempt_dirs(dataset):
-        labels = [f"ageval.attempt={directory.name}", "ageval=scoring"]
+        labels = this_workers(f"ageval.attempt={directory.name}", "ageval=scoring")
         if client().containers.list(sparse=True, filters={"label": labels}):
             return True
     return False
@@ -182,7 +183,7 @@ def test_a_killed_harbor_attempt_resumes_to_the_uninterrupted_result(
     invocations = [r for r in records(dataset) if r["type"] == "invocation"]
     assert [r["invocation"] for r in invocations] == [0]
     assert agent_starts(started, directory.name, {killed, os.getpid()}) == expected_starts
-    labels = [f"ageval.attempt={directory.name}"]
+    labels = this_workers(f"ageval.attempt={directory.name}")
     assert client().containers.list(sparse=True, filters={"label": labels}) == []
 
 

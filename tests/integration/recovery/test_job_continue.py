@@ -18,6 +18,7 @@ import pytest
 
 from agevalx.cli import main
 from agevalx.environments.engine import client
+from tests.integration.conftest import this_workers
 from tests.integration.recovery.test_resume_faults import (
     AGEVAL,
     RUNCASES,
@@ -101,7 +102,7 @@ def test_a_killed_job_continues_each_attempt_from_its_last_checkpoint(copy_datas
         assert starts <= 4, f"{starts} agent processes: a completed invocation ran again"
     assert document["reaped"]["containers"], "the dead process's containers were not reaped"
     for result in results:
-        labels = [f"ageval.attempt={result['attempt_id']}"]
+        labels = this_workers(f"ageval.attempt={result['attempt_id']}")
         left = client().api.containers(all=True, filters={"label": labels})
         # what is left, said plainly: its role (attempt, harness, scoring), state and maker
         seen = f"at {time.time():.3f}; the killed job was pid {killed}, this is {os.getpid()}"

@@ -34,6 +34,7 @@ from agevalx.environments.owners import (
     process_start,
     this_process,
 )
+from tests.integration.conftest import this_workers
 
 pytestmark = [pytest.mark.integration]
 
@@ -78,7 +79,7 @@ def labelled(dataset: Path, *extra: str) -> list[Any]:
     """Containers (running or not) labelled with one of the dataset's attempts."""
     found = []
     for attempt in attempts(dataset):
-        labels = [f"ageval.attempt={attempt}", *extra]
+        labels = this_workers(f"ageval.attempt={attempt}", *extra)
         found += client().containers.list(all=True, sparse=True, filters={"label": labels})
     return found
 

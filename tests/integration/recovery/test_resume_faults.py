@@ -22,6 +22,7 @@ import pytest
 from agevalx.cli import main
 from agevalx.environments.engine import client
 from agevalx.environments.owners import process_start
+from tests.integration.conftest import this_workers
 from tests.integration.engine_events import EVENTS, attributes
 
 pytestmark = [pytest.mark.integration]
@@ -49,7 +50,7 @@ def attempt_dirs(dataset: Path) -> list[Path]:
 
 def evaluation_running(dataset: Path) -> bool:
     for directory in attempt_dirs(dataset):
-        labels = [f"ageval.attempt={directory.name}", "ageval=scoring"]
+        labels = this_workers(f"ageval.attempt={directory.name}", "ageval=scoring")
         if client().containers.list(sparse=True, filters={"label": labels}):
             return True
     return False
@@ -168,7 +169,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(copy_dataset, capsys, 
     starts = agent_starts(started, result["attempt_id"], {killed, os.getpid()})
     most = 3 + len(in_flight)
     assert 3 <= starts <= most, f"{starts} agent processes, {len(in_flight)} in flight at the kill"
-    labels = [f"ageval.attempt={result['attempt_id']}"]
+    labels = this_workers(f"ageval.attempt={result['attempt_id']}")
     mine = client().containers.list(sparse=True, filters={"label": labels})
     assert mine == []
 

@@ -30,6 +30,7 @@ from agevalx.cli import main
 from agevalx.environments.engine import client
 from agevalx.gateway.replaying import request_digest, steady
 from tests.integration.agents.catalog.harness import AGEVAL_DATASET, bundles_dir, ensure_built
+from tests.integration.conftest import this_workers
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -183,5 +184,5 @@ def test_a_resumed_attempt_pays_only_the_request_in_flight_at_the_kill(
     assert [digest(line["request"]) for line in set_aside] == [
         digest(line["request"]) for line in conversation[:HELD]
     ]
-    labels = [f"ageval.attempt={directory.name}"]
+    labels = this_workers(f"ageval.attempt={directory.name}")
     assert client().containers.list(sparse=True, filters={"label": labels}) == []

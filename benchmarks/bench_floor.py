@@ -88,6 +88,8 @@ from typing import Any
 
 import docker
 
+from agevalx.testing.processes import machine_cpu_seconds
+
 BASE_IMAGE = "ageval/base:bookworm"
 TASK = "floor"
 CONCURRENT = 4
@@ -142,13 +144,6 @@ class Batch:
     seconds: float
     label: tuple[str, str]
     cpu_seconds: float
-
-
-def machine_cpu_seconds() -> float:
-    """CPU time the whole machine has spent busy since it booted (every core, /proc/stat)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def tar_of(entries: dict[str, bytes | None]) -> bytes:

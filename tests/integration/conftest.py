@@ -88,9 +88,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     summarises them)."""
     from tests.integration import timeline
 
-    start, cpu = time.time(), timeline.machine_cpu()
-    yield
     path = os.environ.get(timeline.ENV)
+    start, cpu = time.time(), timeline.machine_cpu() if path else 0.0
+    yield
     if path:
         name = _relative(item) or str(item.path)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")

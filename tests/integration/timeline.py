@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agevalx.testing.processes import machine_cpu_seconds
+
 ENV = "AGEVAL_TEST_TIMELINE"
 
 
@@ -40,11 +42,9 @@ def machine_cpu() -> float:
     """CPU seconds the whole machine has spent busy since it booted (every core); 0 where
     /proc/stat cannot be read."""
     try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:9]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields)
+        return machine_cpu_seconds()
     except (OSError, ValueError, IndexError):
         return 0.0
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def record(

@@ -9,7 +9,9 @@ context is a cache hit: never rebuilt.
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,33 +86,77 @@ def build(
     store: CacheStore,
     dockerfile: str = "Dockerfile",
 ) -> str:
-    """Build `context_dir`/`dockerfile` as `tag` (offline: `pull=False`); the image id.
+    """Build `context_dir`/`dockerfile` as `tag` (offline: `pull=False`), labelled with
+    `labels` and the cache's and owner's (`image_labels`); the image id.
 
-    The engine's builder reuses the image of a step it built before as that step's cache; an
-    image removed meanwhile by another process (`ageval cache gc --images`, another run's
+    Two builds. The task's own Dockerfile first, with no label and no tag; then one `LABEL`
+    step over that image carrying every label at once, tagged `tag`. The engine's builder
+    makes each label given to a build a step of its own, each step a container and a commit,
+    and an image's labels name its cache and the process that made it: they differ from one
+    cache and one process to the next, so a labelled build of an unchanged Dockerfile missed
+    the builder's cache at its first label and ran a container for each label after it (8
+    containers and commits, about 0.7 s, per build). The task's own steps are the same for
+    every cache: the builder's cache answers them, and the labels cost one container.
+
+    The builder reuses the image of a step it built before as that step's cache; an image
+    removed meanwhile by another process (`ageval cache gc --images`, another run's
     cleanup) fails the build with "unable to find image": the build is then asked again
     (`VANISHED_CACHE_TRIES` in all), and builds the vanished step afresh. Only the builder's
     error is read, not the build's output; a failing `RUN` whose own command text holds those
     words is built 3 times, never more."""
-    arguments: dict[str, Any] = {
+    own: dict[str, Any] = {
         "path": str(context_dir),
         "dockerfile": dockerfile,
-        "tag": tag,
         "rm": True,
         "forcerm": True,
         "pull": False,
         "platform": platform,
         "buildargs": build_args,
-        "labels": {LABEL: "image", **labels, **image_labels(store)},
     }
-    for _ in range(VANISHED_CACHE_TRIES - 1):
+    every = {LABEL: "image", **labels, **image_labels(store)}
+    for tries in range(1, VANISHED_CACHE_TRIES + 1):
+        built = None
         try:
-            return _build_once(arguments, display)
+            built = _build_once(own, display)
+            return _labelled(built, tag, every, platform, display)
         except EnvironmentFailure as exc:
-            # the builder's error only: the hint is the build's output, which the task writes
-            if VANISHED_CACHE not in exc.message:
+            # the builder's error only: the hint is the build's output, which the task writes;
+            # or the unlabelled image itself removed before its label step
+            vanished = VANISHED_CACHE in exc.message or (built and not image_exists(built))
+            if tries == VANISHED_CACHE_TRIES or not vanished:
                 raise
+    raise AssertionError("unreachable")
+
+
+def _labelled(
+    image_id: str, tag: str, labels: dict[str, str], platform: str | None, display: str
+) -> str:
+    """`image_id` with `labels`, in one `LABEL` step (a build of `FROM image_id`), tagged
+    `tag`; the new image's id. A label holding a control character cannot be written in a
+    Dockerfile line: such labels go as the build's own label arguments, a step each."""
+    written = {k: v for k, v in labels.items() if not _UNWRITABLE.search(k + v)}
+    line = " ".join(f"{_quoted(k)}={_quoted(v)}" for k, v in sorted(written.items()))
+    text = f"FROM {image_id}\nLABEL {line}\n" if written else f"FROM {image_id}\n"
+    arguments: dict[str, Any] = {
+        "fileobj": io.BytesIO(text.encode()),
+        "tag": tag,
+        "rm": True,
+        "forcerm": True,
+        "pull": False,
+        "platform": platform,
+        "labels": {k: v for k, v in labels.items() if k not in written},
+    }
     return _build_once(arguments, display)
+
+
+_UNWRITABLE = re.compile(r"[\x00-\x1f\x7f]")
+"""Characters a Dockerfile's quoted word cannot hold (a line ends at a newline)."""
+
+
+def _quoted(text: str) -> str:
+    """`text` as one double-quoted Dockerfile word: no variable is expanded in it."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
 
 
 def _build_once(arguments: dict[str, Any], display: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +23,10 @@ from agevalx.environments.container import (
     find_container,
     wait_for_removals,
 )
-from agevalx.environments.engine import client
+from agevalx.environments.engine import LABEL, client
+from agevalx.environments.owners import OWNER_PID
 from agevalx.evaluation.runtime import runner_imports
+from agevalx.images.build import CACHE_LABEL, image_tag
 from tests.integration.engine_events import watching
 from tests.integration.run.test_run_oracle import ROOT, RUNCASES, run_json
 
@@ -83,6 +86,25 @@ def test_a_fresh_attempt_uses_three_containers_one_exec_and_leaves_nothing(
         cache = runtimes[0] / folder / "__pycache__"
         assert list(cache.glob(f"{module}.cpython-*.pyc")), name
     assert {"typing", "pathlib", "json"} <= set(runner_imports())
+
+
+def test_a_task_image_takes_one_container_for_all_its_labels(
+    copy_dataset, capsys, _isolated_cache: Path
+) -> None:
+    # the task's own steps are the same for every cache (the builder's cache answers them);
+    # the labels naming this cache and this process are one step over them, where the
+    # builder made each label a step, a container and a commit, of its own (8 per image)
+    dataset = copy_dataset(RUNCASES)
+    cache = str(_isolated_cache.resolve())
+    filters = {"type": ["container"], "label": [f"{LABEL}=image", f"{CACHE_LABEL}={cache}"]}
+    with watching(filters) as events:
+        code, document = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert code == 0, document
+    assert [event["Action"] for event in events if event["Action"] == "create"] == ["create"]
+    (image,) = [n["key"] for n in document["results"][0]["nodes"] if n["kind"] == "image"]
+    labels = client().images.get(image_tag(image)).labels
+    assert labels[CACHE_LABEL] == cache and labels[f"{LABEL}.task"] == "echo-pass", labels
+    assert labels[OWNER_PID] == str(os.getpid()), labels
 
 
 def final_workspace(cache: Path, attempt_id: str) -> dict[str, bytes]:

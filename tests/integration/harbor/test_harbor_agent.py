@@ -35,13 +35,12 @@ from tests.integration.agents.catalog.harness import (
     AGEVAL_DATASET,
     HARBOR_DEMO,
     PROBE,
-    PROBE_FILE,
     SCRIPTS,
     SOLVE,
     AgentHarness,
     Attempt,
     _docker,
-    assert_not_in_image,
+    probe_of_a_keyless_image,
 )
 from tests.integration.harbor.test_parity import _install_harbor
 
@@ -119,12 +118,10 @@ class HarborHarness(AgentHarness):
         run_key = next(n["key"] for n in attempt.result["nodes"] if n["kind"] == "run")
         from tests.integration.conftest import committed_image
 
-        image = committed_image(run_key)
-        probe = _docker("run", "--rm", image, "cat", PROBE_FILE).stdout
+        probe = probe_of_a_keyless_image(committed_image(run_key), attempt.secret)
         assert "tmux" in probe and "bash --login" in probe, "the probe ran in terminus' tmux"
         assert attempt.secret not in probe
         assert "ageval-gw-" not in probe and "AGEVAL_API_KEY" not in probe
-        assert_not_in_image(image, attempt.secret)
 
     def check_terminal_actions(self, attempt: Attempt) -> None:
         """Every command terminus-2 ran is a terminal action, its keystrokes among them."""

@@ -188,11 +188,9 @@ class AgentHarness:
     def check_key_absent(self, attempt: Attempt) -> None:
         """The real key is in no process, file or image metadata; the token was there."""
         run_key = next(n["key"] for n in attempt.result["nodes"] if n["kind"] == "run")
-        image = committed_image(run_key)
-        probe = _docker("run", "--rm", image, "cat", PROBE_FILE).stdout
+        probe = probe_of_a_keyless_image(committed_image(run_key), attempt.secret)
         assert "AGEVAL_API_KEY=ageval-gw-" in probe, "the probe saw the agent's environment"
         assert attempt.secret not in probe
-        assert_not_in_image(image, attempt.secret)
 
     def check_usage(self, attempt: Attempt) -> None:
         """Tokens are counted for the solver, and model.jsonl holds every exchange."""
@@ -224,23 +222,25 @@ class AgentHarness:
         self.check_replay(attempt)
 
 
-def assert_not_in_image(image: str, secret: str) -> None:
-    """`secret` is in no file of `image` (a run's committed image) and not in its metadata."""
-    anywhere = _docker(
-        "run",
-        "--rm",
-        image,
-        "grep",
-        "-rlsF",
-        secret,
-        "/",
-        "--exclude-dir=proc",
-        "--exclude-dir=sys",
-        "--exclude-dir=dev",
-        check=False,
+FOUND = "---- the files holding the key:"
+"""What the checking container prints between the probe's file and the search's findings."""
+
+
+def probe_of_a_keyless_image(image: str, secret: str) -> str:
+    """The probe's file in `image` (a run's committed image), read by the one container that
+    also searches every file of it for `secret`; the key is in no file and not in the
+    image's metadata."""
+    script = 'cat "$1"; echo "$2"; exec grep -rlsF -e "$3" / ' + " ".join(
+        f"--exclude-dir={name}" for name in ("proc", "sys", "dev")
     )
-    assert anywhere.stdout == "", "the key is somewhere in the container's filesystem"
+    found = _docker(
+        "run", "--rm", image, "sh", "-c", script, "sh", PROBE_FILE, FOUND, secret, check=False
+    )
+    probe, mark, files = found.stdout.partition(f"{FOUND}\n")
+    assert mark, f"the checking container did not run: {found.stdout[-500:]} {found.stderr}"
+    assert files == "", f"the key is somewhere in the container's filesystem: {files}"
     assert secret not in _docker("image", "inspect", image).stdout
+    return probe
 
 
 def _docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -95,8 +95,9 @@ def build(
     and an image's labels name its cache and the process that made it: they differ from one
     cache and one process to the next, so a labelled build of an unchanged Dockerfile missed
     the builder's cache at its first label and ran a container for each label after it (8
-    containers and commits, about 0.7 s, per build). The task's own steps are the same for
-    every cache: the builder's cache answers them, and the labels cost one container.
+    containers and commits: an unchanged Dockerfile built for a new cache took 0.59 s of CPU,
+    now 0.21). The task's own steps are the same for every cache: the builder's cache answers
+    them, and the labels cost one container.
 
     The builder reuses the image of a step it built before as that step's cache; an image
     removed meanwhile by another process (`ageval cache gc --images`, another run's

@@ -107,6 +107,21 @@ def test_a_task_image_takes_one_container_for_all_its_labels(
     assert labels[OWNER_PID] == str(os.getpid()), labels
 
 
+def test_a_task_image_with_onbuild_triggers_is_labelled_without_running_them(
+    copy_dataset, capsys, _isolated_cache: Path
+) -> None:
+    # a build FROM the task's image would run its triggers; here one that always fails
+    dataset = copy_dataset(RUNCASES)
+    dockerfile = dataset / "tasks/echo-pass/environment/Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "ONBUILD RUN false\n")
+    code, document = run_json(capsys, str(dataset), "--task", "echo-pass")
+    assert code == 0 and document["results"][0]["status"] == "PASS", document
+    (image,) = [n["key"] for n in document["results"][0]["nodes"] if n["kind"] == "image"]
+    found = client().images.get(image_tag(image))
+    assert found.labels[CACHE_LABEL] == str(_isolated_cache.resolve()), found.labels
+    assert found.attrs["Config"]["OnBuild"] == ["RUN false"]
+
+
 def final_workspace(cache: Path, attempt_id: str) -> dict[str, bytes]:
     """The files of the final workspace snapshot of the run node of `attempt_id`."""
     with CacheStore(cache) as store:

@@ -26,6 +26,10 @@ class _Images:
         self.output = output
         self.calls = 0
         self.arguments: list[dict[str, Any]] = []
+        self.triggers: list[str] = []
+
+    def get(self, image: str) -> Any:
+        return SimpleNamespace(attrs={"Config": {"OnBuild": self.triggers or None}})
 
     def build(self, **arguments: Any) -> tuple[Any, list[Any]]:
         self.calls += 1
@@ -151,3 +155,15 @@ def test_an_image_removed_before_its_label_step_is_built_again(
     monkeypatch.setattr(build_module, "image_exists", lambda image: False)
     assert run() == "sha256:built"
     assert images.calls == 4  # the Dockerfile, its label step (its image gone), both again
+
+
+def test_an_image_with_onbuild_triggers_is_labelled_in_its_own_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a build FROM it would run its triggers (a COPY of a context it does not have)
+    images, run = _build(monkeypatch, tmp_path, [])
+    images.triggers = ["COPY . /app"]
+    assert run() == "sha256:built"
+    own, labelled = images.arguments
+    assert "fileobj" not in labelled and labelled["path"] == own["path"]
+    assert labelled["tag"] == "ageval/env:key" and labelled["labels"]["ageval"] == "image"

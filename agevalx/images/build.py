@@ -133,8 +133,13 @@ def build(
 
 
 def _has_triggers(image_id: str) -> bool:
-    """Whether the image has `ONBUILD` triggers, which a build `FROM` it runs."""
-    return bool((client().images.get(image_id).attrs.get("Config") or {}).get("OnBuild"))
+    """Whether the image has `ONBUILD` triggers, which a build `FROM` it runs. An image gone
+    already has none to run: its label step then fails, and the build is asked again."""
+    try:
+        found = client().images.get(image_id)
+    except docker.errors.DockerException:
+        return False
+    return bool((found.attrs.get("Config") or {}).get("OnBuild"))
 
 
 def _labelled(

@@ -27,8 +27,11 @@ class _Images:
         self.calls = 0
         self.arguments: list[dict[str, Any]] = []
         self.triggers: list[str] = []
+        self.gone = False
 
     def get(self, image: str) -> Any:
+        if self.gone:
+            raise docker.errors.ImageNotFound(f"No such image: {image}")
         return SimpleNamespace(attrs={"Config": {"OnBuild": self.triggers or None}})
 
     def build(self, **arguments: Any) -> tuple[Any, list[Any]]:
@@ -152,6 +155,7 @@ def test_an_image_removed_before_its_label_step_is_built_again(
         return original(**arguments)
 
     images.build = build
+    images.gone = True  # gone before its inspection too: no traceback, the same retry
     monkeypatch.setattr(build_module, "image_exists", lambda image: False)
     assert run() == "sha256:built"
     assert images.calls == 4  # the Dockerfile, its label step (its image gone), both again

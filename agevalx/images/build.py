@@ -119,8 +119,10 @@ def build(
     for tries in range(1, VANISHED_CACHE_TRIES + 1):
         built = None
         try:
-            built = _build_once(own, display)
-            if _has_triggers(built):  # a build FROM it would run them: labels step by step
+            image = _build_image(own, display)
+            built = str(image.id)
+            if (image.attrs.get("Config") or {}).get("OnBuild"):
+                # a build FROM it would run its ONBUILD triggers: labels step by step
                 return _build_once({**own, "tag": tag, "labels": every}, display)
             return _labelled(built, tag, every, platform, display)
         except EnvironmentFailure as exc:
@@ -130,16 +132,6 @@ def build(
             if tries == VANISHED_CACHE_TRIES or not vanished:
                 raise
     raise AssertionError("unreachable")
-
-
-def _has_triggers(image_id: str) -> bool:
-    """Whether the image has `ONBUILD` triggers, which a build `FROM` it runs. An image gone
-    already has none to run: its label step then fails, and the build is asked again."""
-    try:
-        found = client().images.get(image_id)
-    except docker.errors.DockerException:
-        return False
-    return bool((found.attrs.get("Config") or {}).get("OnBuild"))
 
 
 def _labelled(
@@ -174,6 +166,11 @@ def _quoted(text: str) -> str:
 
 
 def _build_once(arguments: dict[str, Any], display: str) -> str:
+    return str(_build_image(arguments, display).id)
+
+
+def _build_image(arguments: dict[str, Any], display: str) -> Any:
+    """The built image, as the SDK inspected it when the build ended."""
     try:
         image, _ = client().images.build(**arguments)
     except docker.errors.BuildError as exc:
@@ -188,7 +185,7 @@ def _build_once(arguments: dict[str, Any], display: str) -> str:
         raise EnvironmentFailure(
             "image_build_failed", f"docker refused the build: {exc.explanation}"
         ) from None
-    return str(image.id)
+    return image
 
 
 def _result(image_id: str, reference: str, context: ExecutionContext) -> NodeResult:

@@ -48,7 +48,8 @@ OUTPUT_LIMIT = 1 << 20
 """Bytes of a command's output kept (the last ones), and the default cap of `read_file`."""
 COPY_CHUNK = 1 << 20
 PAUSE_TRIES = 5  # runc's freezer can give up on a container whose processes fork busily
-UNFROZEN_COPY_TRIES = 5
+FREEZER_GAVE_UP = "unable to freeze"  # runc's word for it, in the engine's answer to a pause
+UNFROZEN_TRIES = 5
 ENDING_WAIT = 10.0
 """Seconds a container ending by itself is given before it is removed by force."""
 REMOVERS = 2
@@ -526,7 +527,7 @@ class AttemptContainer:
                 with contextlib.suppress(docker.errors.APIError):
                     self._container.unpause()
         else:
-            for _ in range(UNFROZEN_COPY_TRIES):
+            for _ in range(UNFROZEN_TRIES):
                 try:
                     copy()
                     return
@@ -535,15 +536,18 @@ class AttemptContainer:
         raise EnvironmentFailure("copy_failed", f"cannot copy {path}: {cut}") from None
 
     def _pause(self) -> bool:
-        """Freeze the container's processes; False when the freezer gave up every time."""
+        """Freeze the container's processes; False when the freezer gave up every time or
+        the engine will not pause it at all (it is not running, or paused already: then it is
+        not this call's to unpause)."""
         for attempt in range(PAUSE_TRIES):
             if attempt:
                 time.sleep(0.2 * attempt)
             try:
                 self._container.pause()
                 return True
-            except docker.errors.APIError:
-                pass
+            except docker.errors.APIError as exc:
+                if FREEZER_GAVE_UP not in str(exc.explanation or exc):
+                    return False
         return False
 
     def _copy_directory(self, path: str, destination: Path) -> None:
@@ -630,22 +634,49 @@ class AttemptContainer:
         container's processes meanwhile (needless once they have stopped writing: it costs
         the engine a pause and an unpause). A commit unpaused that a process still writing cut
         short (a daemon the agent left running: the engine's tar of the container's layer
-        found a file shorter than it said) is taken again paused. The reference and the id."""
+        found a file shorter than it said) is taken again paused. The container is frozen
+        here, not by the engine's own pause: the engine commits unfrozen when its freezer gives
+        up (runc's "unable to freeze", seen under load), saying nothing, and the commit can tear
+        again; the freezer is asked again as a copy asks it (`_pause`), and a container it
+        never freezes is committed again while its commits tear. The reference and the id."""
         changes = [f"ENV {name}=" for name in blank]
         conf = {"Labels": {**owner_labels(), **(labels or {})}}
         if blank:
             conf["Labels"][UNSET_LABEL] = " ".join(blank)
         api = self._container.client.api
-        try:
-            made = api.commit(self.id, changes=changes or None, conf=conf, pause=pause)
-        except docker.errors.APIError as exc:
-            if pause or not torn_commit(exc):
-                raise
-            made = api.commit(self.id, changes=changes or None, conf=conf, pause=True)
+
+        def take() -> Any:
+            return api.commit(self.id, changes=changes or None, conf=conf, pause=False)
+
+        made = None
+        if not pause:
+            try:
+                made = take()
+            except docker.errors.APIError as exc:
+                if not torn_commit(exc):
+                    raise
+        if made is None:
+            made = self._commit_frozen(take)
         image_id = str(made["Id"])
         tag = image_id.removeprefix("sha256:")[:32]
         api.tag(image_id, repository, tag=tag)
         return f"{repository}:{tag}", image_id
+
+    def _commit_frozen(self, take: Callable[[], Any]) -> Any:
+        if self._pause():
+            try:
+                return take()
+            finally:
+                with contextlib.suppress(docker.errors.APIError):
+                    self._container.unpause()
+        tries = UNFROZEN_TRIES
+        while True:
+            try:
+                return take()
+            except docker.errors.APIError as exc:
+                tries -= 1
+                if not tries or not torn_commit(exc):
+                    raise
 
     def unset_names(self) -> tuple[str, ...]:
         """The variables a commit blanked in this container's image (`UNSET_LABEL`): a

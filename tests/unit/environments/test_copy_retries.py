@@ -92,4 +92,4 @@ def test_a_copy_cut_every_time_is_copy_failed_naming_the_path(tmp_path: Path) ->
         AttemptContainer(engine).get_directory("/attempt/home", tmp_path / "out")
     assert caught.value.code == "copy_failed"
     assert "/attempt/home" in str(caught.value)
-    assert engine.calls.count("get") == 1 + container_module.UNFROZEN_COPY_TRIES
+    assert engine.calls.count("get") == 1 + container_module.UNFROZEN_TRIES

@@ -196,12 +196,14 @@ def _copy(
     if progress is not None:
         progress.start(len(missing) + len(new_entries))
     failed = _copy_objects(source, dest, found, missing, report, progress)
+    writable: list[ActionId] = []
     for action in sorted(found.entries):
         broken = sorted(found.reach[action] & failed.keys())
         if broken:
             skipped[action] = failed[broken[0]]
         elif action in new_entries:
-            _copy_entry(dest, found, action, skipped, report, progress)
+            writable.append(action)
+    _copy_entries(dest, found, writable, skipped, report, progress)
     report.skipped = [
         SkippedAction(action=str(action), reason=reason)
         for action, reason in sorted(skipped.items())
@@ -316,21 +318,33 @@ def _run(
                 report.bytes_copied += outcome
 
 
-def _copy_entry(
+def _copy_entries(
     dest: CacheBackend,
     found: Closure,
-    action: ActionId,
+    actions: list[ActionId],
     skipped: dict[ActionId, str],
     report: TransferReport,
     progress: TransferProgress | None,
 ) -> None:
-    manifest = found.entries[action]
-    try:
-        dest.write_entry(manifest)
-    except CacheError as exc:
-        skipped[action] = exc.message
-        return
-    report.entries_copied += 1
-    report.bytes_copied += len(manifest.canonical_bytes())
-    if progress is not None:
-        progress.advance(len(manifest.canonical_bytes()))
+    """Write the entries (their objects are all there), concurrently as objects are: one at a
+    time, a push of 1,000 attempts spent most of its time waiting on its 2,000 entry uploads."""
+
+    def write(action: ActionId) -> int | str:
+        """The entry's bytes once written, or why it was not."""
+        manifest = found.entries[action]
+        try:
+            dest.write_entry(manifest)
+        except CacheError as exc:
+            return exc.message
+        size = len(manifest.canonical_bytes())
+        if progress is not None:
+            progress.advance(size)
+        return size
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for action, outcome in zip(actions, pool.map(write, actions), strict=True):
+            if isinstance(outcome, str):
+                skipped[action] = outcome
+            else:
+                report.entries_copied += 1
+                report.bytes_copied += outcome

@@ -5,12 +5,14 @@ deletes through ageval replaces the token, and a remote made anew has another on
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
 from agevalx.cache import CacheStore
 from agevalx.cache.backend import ObjectId
+from agevalx.cache.errors import CacheError
 from agevalx.cache.remote import RemoteStore, collect_remote_garbage
 from agevalx.cache.transfer import all_entries, push
 
@@ -109,3 +111,27 @@ def test_a_cache_without_its_stat_database_pushes_as_before(
     before = file_remote.requests
     again = push(store, file_remote, all_entries(store))
     assert again.entries_present == 1 and file_remote.requests - before > 1
+
+
+def test_entries_are_uploaded_side_by_side_and_one_refused_is_skipped_alone(
+    store, make_action, file_remote, monkeypatch
+):
+    # each upload waits until another is under way: one at a time, the barrier breaks
+    for n in range(4):
+        make_action(store, f"attempt {n}")
+    together = threading.Barrier(2, timeout=10)
+    refused = sorted(all_entries(store))[1]
+    upload = RemoteStore.write_entry
+
+    def write_entry(self: RemoteStore, manifest) -> None:
+        together.wait()
+        if (manifest.kind, manifest.key) == (refused.kind, refused.key):
+            raise CacheError("remote_write_failed", "refused by the test")
+        upload(self, manifest)
+
+    monkeypatch.setattr(RemoteStore, "write_entry", write_entry)
+    report = push(store, file_remote, all_entries(store))
+    assert report.entries_copied == 3
+    assert [(s.action, s.reason) for s in report.skipped] == [(str(refused), "refused by the test")]
+    assert file_remote.read_entry(refused) is None
+    assert all(file_remote.read_entry(a) for a in all_entries(store) if a != refused)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,8 @@ from agevalx.cache.store import CacheStore
 from agevalx.hashing import digest_json
 
 _CONFIG = ConfigDict(extra="forbid")
+
+_Item = TypeVar("_Item", ObjectId, ActionId)
 
 
 class TransferProgress(Protocol):
@@ -291,7 +293,8 @@ def _copy_objects(
             progress.advance(written)
         return written
 
-    _run(copy, sorted(obj for obj in missing if obj.type == "blob"), failed, report)
+    blobs = sorted(obj for obj in missing if obj.type == "blob")
+    blobs_copied, blob_bytes = _run(copy, blobs, failed)
     trees: list[ObjectId] = []
     for obj in sorted(obj for obj in missing if obj.type == "tree"):
         lost = sorted(blobs_of(found.trees[obj.digest]) & failed.keys())
@@ -299,23 +302,26 @@ def _copy_objects(
             failed[obj] = failed[lost[0]]
         else:
             trees.append(obj)
-    _run(copy, trees, failed, report)
+    trees_copied, tree_bytes = _run(copy, trees, failed)
+    report.objects_copied += blobs_copied + trees_copied
+    report.bytes_copied += blob_bytes + tree_bytes
     return failed
 
 
 def _run(
-    copy: Callable[[ObjectId], int | str],
-    objects: list[ObjectId],
-    failed: dict[ObjectId, str],
-    report: TransferReport,
-) -> None:
+    copy: Callable[[_Item], int | str], items: list[_Item], failed: dict[_Item, str]
+) -> tuple[int, int]:
+    """Copy `items` 16 at a time; what failed goes into `failed` with its reason. The number
+    copied and their bytes."""
+    copied = written = 0
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        for obj, outcome in zip(objects, pool.map(copy, objects), strict=True):
+        for item, outcome in zip(items, pool.map(copy, items), strict=True):
             if isinstance(outcome, str):
-                failed[obj] = outcome
+                failed[item] = outcome
             else:
-                report.objects_copied += 1
-                report.bytes_copied += outcome
+                copied += 1
+                written += outcome
+    return copied, written
 
 
 def _copy_entries(
@@ -341,10 +347,6 @@ def _copy_entries(
             progress.advance(size)
         return size
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        for action, outcome in zip(actions, pool.map(write, actions), strict=True):
-            if isinstance(outcome, str):
-                skipped[action] = outcome
-            else:
-                report.entries_copied += 1
-                report.bytes_copied += outcome
+    copied, written = _run(write, actions, skipped)
+    report.entries_copied += copied
+    report.bytes_copied += written

@@ -13,6 +13,7 @@ import pytest
 
 from agevalx.environments import container as container_module
 from agevalx.environments.container import AttemptContainer
+from tests.unit.environments.freezer import GAVE_UP, Freezer
 
 pytestmark = pytest.mark.unit
 
@@ -43,37 +44,19 @@ class _Client:
         self.api = _Api(engine)
 
 
-class _Engine:
+class _Engine(Freezer):
     """A container whose unfrozen commits tear `tears` times and whose first `refusals`
     pauses fail with `refusal`."""
 
     id = "c0ffee"
 
     def __init__(
-        self,
-        tears: int,
-        refusals: int = 0,
-        refusal: str = "OCI runtime pause failed: unable to freeze: unknown",
-        failure: str | None = None,
+        self, tears: int, refusals: int = 0, refusal: str = GAVE_UP, failure: str | None = None
     ) -> None:
+        super().__init__(refusals, refusal)
         self.tears = tears
-        self.refusals = refusals
-        self.refusal = refusal
         self.failure = failure
-        self.calls: list[str] = []
-        self.paused = False
         self.client = _Client(self)
-
-    def pause(self) -> None:
-        self.calls.append("pause")
-        if self.refusals > 0:
-            self.refusals -= 1
-            raise docker.errors.APIError(self.refusal)
-        self.paused = True
-
-    def unpause(self) -> None:
-        self.calls.append("unpause")
-        self.paused = False
 
 
 @pytest.fixture(autouse=True)

@@ -9,12 +9,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
 from agevalx.environments import container as container_module
 from agevalx.environments.container import AttemptContainer
 from agevalx.environments.engine import EnvironmentFailure
+from tests.unit.environments.freezer import Freezer
 
 pytestmark = pytest.mark.unit
 
@@ -29,15 +29,13 @@ def _archive() -> bytes:
     return buffer.getvalue()
 
 
-class _Engine:
+class _Engine(Freezer):
     """A container whose first `cut` archives are cut short and whose first `refusals`
     pauses fail as runc's freezer does."""
 
     def __init__(self, cut: int, refusals: int) -> None:
+        super().__init__(refusals)
         self.cut = cut
-        self.refusals = refusals
-        self.calls: list[str] = []
-        self.paused = False
 
     def get_archive(self, path: str) -> tuple[Iterator[bytes], dict[str, object]]:
         self.calls.append("get-frozen" if self.paused else "get")
@@ -46,17 +44,6 @@ class _Engine:
             self.cut -= 1
             return iter([whole[:700]]), {}
         return iter([whole]), {}
-
-    def pause(self) -> None:
-        self.calls.append("pause")
-        if self.refusals > 0:
-            self.refusals -= 1
-            raise docker.errors.APIError("OCI runtime pause failed: unable to freeze: unknown")
-        self.paused = True
-
-    def unpause(self) -> None:
-        self.calls.append("unpause")
-        self.paused = False
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,16 +50,22 @@ def kill_mid_job(dataset: Path, timeout: float = 120) -> int:
     is sealed; its pid. (Asking also that none has completed all three failed under load:
     attempts that started seconds apart never met it, the first one finishing its three
     steps before the last one finished its first.)"""
-    process = subprocess.Popen(
-        [AGEVAL, COMMAND[0], str(dataset), *COMMAND[1:], "--json"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    errors = dataset.parent / "job-stderr.txt"
+    with errors.open("wb") as stderr:
+        process = subprocess.Popen(
+            [AGEVAL, COMMAND[0], str(dataset), *COMMAND[1:], "--json"],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     deadline = time.monotonic() + timeout
     try:
         while True:
             assert process.poll() is None, "the job finished before the fault point"
-            assert time.monotonic() < deadline, "the fault point was never reached"
+            if time.monotonic() >= deadline:  # where the job stands, for the post-mortem
+                raise AssertionError(
+                    f"the fault point was never reached; the job's threads:\n"
+                    f"{_threads(process.pid)}\nits stderr: {errors.read_text()[-4000:]}"
+                )
             directories = attempt_dirs(dataset)
             done = [invocations(directory) for directory in directories]
             sealed = any((directory / "result.json").exists() for directory in directories)
@@ -70,6 +77,18 @@ def kill_mid_job(dataset: Path, timeout: float = 120) -> int:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
     return process.pid
+
+
+def _threads(pid: int) -> str:
+    """Every thread's Python stack in process `pid` (py-spy, from the venv), or why not."""
+    spy = Path(sys.executable).with_name("py-spy")
+    try:
+        dump = subprocess.run(
+            [str(spy), "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(no dump: {exc})"
+    return dump.stdout + dump.stderr
 
 
 def _described(found: dict[str, Any]) -> str:

@@ -1,8 +1,9 @@
 """`HarborAgentExecutor`: one invocation of a Harbor agent (`executor: harbor`).
 
-The agent runs on the host in Harbor's Python (`agent_runner.py run`, a child process) and
-acts in the attempt container only through requests to this process: each `exec`, upload
-or download of its `BaseEnvironment` is one JSON line on the runner's stdout, carried out
+The agent runs on the host in Harbor's Python (`agent_runner.py run`, forked by this process's
+runner server for the agent, `runners`) and acts in the attempt container only through
+requests to this process: each `exec`, upload or download of its `BaseEnvironment` is one
+JSON line on the runner's stdout, carried out
 here in the container (`AgentSandbox`, Harbor's exec rules as for verifier classes), recorded
 in the activity journal, and answered with one JSON line on its stdin. Commands are
 recorded as `terminal` actions (the exact shell command that ran, its working directory,
@@ -47,7 +48,7 @@ from agevalx.agents.base import (
 from agevalx.agents.bundles import mount_point
 from agevalx.agents.catalog.base import PROVIDERS, provider_named
 from agevalx.environments.container import AttemptContainer, ExecResult, find_container
-from agevalx.formats.harbor import agents
+from agevalx.formats.harbor import agents, runners
 from agevalx.formats.harbor.plugin import SandboxFailure, VerifierDeadline, VerifierSandbox
 from agevalx.gateway.attempt import CONTAINER_HOST
 
@@ -129,17 +130,14 @@ class _Run:
             self._exec({"command": self.agent.prepare}, by="ageval")
         with tempfile.TemporaryDirectory(prefix="ageval-harbor-agent-") as trial_dir:
             config, environment = self._config(trial_dir)
-            process = subprocess.Popen(
-                [self.info.python, "-I", str(agents.RUNNER), "run"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                env=environment,
-                start_new_session=True,
-            )
-            assert process.stdin and process.stdout and process.stderr
+            try:
+                process = runners.start(
+                    self.info.python, self.name, agents.runner_environment(), environment
+                )
+            except runners.ServerFailed as exc:
+                raise AgentError(
+                    "harbor_agent_failed", f"Harbor's {self.name} could not start: {exc}"
+                ) from None
             drain = threading.Thread(target=self._drain, args=(process.stderr,), daemon=True)
             drain.start()
             watchdog = threading.Timer(
@@ -277,7 +275,7 @@ class _Run:
         for line in stream:
             self.stderr.append(line.rstrip())
 
-    def _expire(self, process: subprocess.Popen[str]) -> None:
+    def _expire(self, process: runners.Runner) -> None:
         self.timed_out = True
         _stop(process)
 
@@ -351,7 +349,7 @@ def _error(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"type": kind, "message": message}}
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
+def _stop(process: runners.Runner) -> None:
     """Kill the runner (its whole session: LiteLLM's workers too) unless it has exited."""
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):

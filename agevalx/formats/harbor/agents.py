@@ -2,7 +2,8 @@
 
 A Harbor agent such as terminus-2 runs on the host and acts in the container through
 Harbor's `BaseEnvironment`. ageval (Python 3.11) cannot import Harbor (Python >= 3.12), so
-the agent runs in Harbor's Python, as a child process of ageval (`agent_runner.py`), and its
+the agent runs in Harbor's Python, forked for each invocation by a server that imported
+harbor once for this process of ageval (`runners`, `runner_server.py`, `agent_runner.py`); its
 environment's `exec`, uploads and downloads come back to ageval, which carries them out in
 the attempt container and records them (`agevalx.formats.harbor.agentexec`).
 
@@ -11,10 +12,10 @@ This module decides which Harbor agents ageval runs and binds them:
 - the Python that has `harbor` (`harbor_python`): `$AGEVAL_HARBOR_PYTHON`, else this
   Python when it can import harbor, else the interpreter of the `harbor` program on PATH;
 - Harbor's own registry of names (`AgentName`, `AgentFactory`), asked through the runner
-  (`describe`): an unknown name is a usage error listing Harbor's names; an agent that
-  Harbor installs inside the container (a `BaseInstalledAgent`: an install script with curl,
-  apt or npm every trial) is refused with `harbor_agent_needs_network`, before any container
-  starts;
+  server (`describe`, its first answer): an unknown name is a usage error listing Harbor's
+  names; an agent that Harbor installs inside the container (a `BaseInstalledAgent`: an
+  install script with curl, apt or npm every trial) is refused with
+  `harbor_agent_needs_network`, before any container starts;
 - what a runnable agent needs in the container comes from a bundle, never from the task
   image or the network (`TMUX`: tmux for terminus-2);
 - the run key holds Harbor's version, the agent's name, the runner's source and the tool
@@ -23,11 +24,8 @@ This module decides which Harbor agents ageval runs and binds them:
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +37,7 @@ from agevalx.agents.bundlespec import BundleSpec
 from agevalx.agents.catalog.base import Provider, provider_named
 from agevalx.config.profiles import AgentProfile
 from agevalx.errors import AgevalError, UsageError
+from agevalx.formats.harbor import runners
 from agevalx.hashing import digest_bytes, digest_json
 
 PREFIX = "harbor:"
@@ -56,7 +55,6 @@ RUNNER = Path(__file__).with_name("agent_runner.py")
 OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 """Harbor sends telemetry and LiteLLM downloads a price list unless told not to."""
 
-DESCRIBE_TIMEOUT = 120.0
 
 NOT_INSTALLED = "harbor_not_installed"
 UNKNOWN = "harbor_agent_unknown"
@@ -210,30 +208,27 @@ def runner_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
     return {**kept, **OFFLINE, **(extra or {})}
 
 
-@functools.cache
 def describe(python: str, name: str) -> HarborInfo:
-    """Ask the installed harbor for its version, its names, and `name`'s class."""
+    """Ask the installed harbor for its version, its names, and `name`'s class: the first
+    answer of this process's runner server for them (`runners`), which then forks the
+    agent's runners."""
     try:
-        done = subprocess.run(
-            [python, "-I", str(RUNNER), "describe", name],
-            capture_output=True,
-            text=True,
-            timeout=DESCRIBE_TIMEOUT,
-            env=runner_environment(),
-            check=False,
-        )
-        answer = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        answer = None
-        done = None
-    if not isinstance(answer, dict) or "version" not in answer:
-        stderr = (done.stderr if done is not None else "").strip()
+        answer = runners.server(python, name, runner_environment()).answer
+    except runners.ServerFailed as exc:
+        stderr = str(exc).strip()
         raise AgevalError(
             NOT_INSTALLED,
             f"{python} cannot run Harbor's agents (it cannot import harbor)",
             field="--agent",
             hint=(stderr[-600:] + "\n" if stderr else "")
             + f"install harbor into that Python, or set {PYTHON_ENV} to one that has it",
+        ) from None
+    if "version" not in answer:
+        raise AgevalError(
+            NOT_INSTALLED,
+            f"{python} answered no harbor version",
+            field="--agent",
+            hint=f"install harbor into that Python, or set {PYTHON_ENV} to one that has it",
         )
     return HarborInfo(
         python=python,

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from agevalx.agents.catalog.base import provider_named
 from agevalx.agents.mockllm import MockLLM
 from agevalx.cli import main
 from agevalx.formats.harbor import agents as harbor_agents
+from agevalx.formats.harbor import runners
 from agevalx.testing.harbor import VENV
 from tests.integration.agents.catalog.harness import (
     AGEVAL_DATASET,
@@ -146,6 +148,32 @@ class HarborHarness(AgentHarness):
         assert any(SOLVE in json.dumps(call["rawInput"]) for call in calls), calls
 
 
+@dataclass
+class Fork:
+    """A runner the server forked: the server's pid, the runner's, and the runner's parent."""
+
+    server: int
+    runner: int
+    parent: int
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[Fork]:
+    """Every runner forked from here on, recorded as it starts (before it reads its config)."""
+    made: list[Fork] = []
+    spawn = runners.Server.spawn
+
+    def recorded(server: runners.Server, environment: dict[str, str]) -> runners.Runner:
+        runner = spawn(server, environment)
+        stat = Path(f"/proc/{runner.pid}/stat").read_text()
+        parent = int(stat.rpartition(")")[2].split()[1])
+        made.append(Fork(server.process.pid, runner.pid, parent))
+        return runner
+
+    monkeypatch.setattr(runners.Server, "spawn", recorded)
+    return made
+
+
 @pytest.fixture
 def harbor_python(monkeypatch: pytest.MonkeyPatch) -> str:
     _install_harbor()
@@ -226,6 +254,7 @@ def test_harbors_nop_agent_runs_without_a_model_and_does_nothing(
 @pytest.mark.slow
 def test_terminus_2_runs_again_in_the_same_container_for_a_second_invocation(
     harbor_python: str,
+    forks: list[Fork],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -264,12 +293,16 @@ def test_terminus_2_runs_again_in_the_same_container_for_a_second_invocation(
     assert [a["detail"]["by"] for a in ended] == ["ageval", "ageval"]
     started = [a for a in actions if a["type"] == "terminal" and "new-session" in a["command"]]
     assert [a["exit_code"] for a in started] == [0, 0]
+    # both runners were forked by one server, which imported harbor and terminus-2 once
+    assert len(forks) == 2 and len({fork.server for fork in forks}) == 1, forks
+    assert all(fork.parent == fork.server for fork in forks), forks
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_terminus_2_is_stopped_at_the_wall_time(
     harbor_python: str,
+    forks: list[Fork],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -293,8 +326,10 @@ def test_terminus_2_is_stopped_at_the_wall_time(
     (result,) = json.loads(capsys.readouterr().out)["results"]
     assert result["status"] == "FAIL" and result["limit"] == "wall_time_seconds", result
     assert 19 < result["seconds"]["run"] < 40, result["seconds"]
-    runners = subprocess.run(["pgrep", "-f", str(harbor_agents.RUNNER)], capture_output=True)
-    assert runners.stdout == b"", "the runner was left running"
+    # the runner and everything in its session (LiteLLM's workers) were killed
+    (fork,) = forks
+    left = subprocess.run(["pgrep", "-s", str(fork.runner)], capture_output=True, text=True)
+    assert left.stdout == "", f"the runner's session was left running: {left.stdout}"
 
 
 @pytest.mark.integration

@@ -315,6 +315,7 @@ _INFRASTRUCTURE = {
     "sandbox_copy_failed": "copying the agent or its files into the container failed",
     "scoring_environment_lost": "the scoring container vanished while the verifier ran",
     "scoring_host_unavailable": "a scoring host could not be started",
+    "unpause_failed": "the engine left a container frozen after a copy or commit froze it",
     "verifier_sandbox_failed": "the sandbox failed while verifying, every try",
     "view_port_unavailable": "the viewer cannot listen on its port",
 }

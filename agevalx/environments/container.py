@@ -50,6 +50,7 @@ COPY_CHUNK = 1 << 20
 PAUSE_TRIES = 5  # runc's freezer can give up on a container whose processes fork busily
 FREEZER_GAVE_UP = "unable to freeze"  # runc's word for it, in the engine's answer to a pause
 UNFROZEN_TRIES = 5
+NOT_PAUSED = "is not paused"  # the engine's answer to an unpause of a container not paused
 ENDING_WAIT = 10.0
 """Seconds a container ending by itself is given before it is removed by force."""
 REMOVERS = 2
@@ -524,8 +525,7 @@ class AttemptContainer:
             except tarfile.ReadError as exc:
                 cut = exc
             finally:
-                with contextlib.suppress(docker.errors.APIError):
-                    self._container.unpause()
+                self._unpause()
         else:
             for _ in range(UNFROZEN_TRIES):
                 try:
@@ -549,6 +549,28 @@ class AttemptContainer:
                 if FREEZER_GAVE_UP not in str(exc.explanation or exc):
                     return False
         return False
+
+    def _unpause(self) -> None:
+        """Thaw what `_pause` froze. An engine that will not is asked again; a container left
+        frozen would hang every later step of its attempt until the wall time, so one that
+        stays frozen is an infrastructure failure (`unpause_failed`) the attempt is retried
+        for. A container gone, or no longer paused, is left as it is."""
+        refusal: docker.errors.APIError | None = None
+        for attempt in range(PAUSE_TRIES):
+            if attempt:
+                time.sleep(0.2 * attempt)
+            try:
+                self._container.unpause()
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if NOT_PAUSED in str(exc.explanation or exc):
+                    return
+                refusal = exc
+        raise EnvironmentFailure(
+            "unpause_failed", f"the engine left container {self.id} frozen: {refusal}"
+        )
 
     def _copy_directory(self, path: str, destination: Path) -> None:
         try:
@@ -667,8 +689,7 @@ class AttemptContainer:
             try:
                 return take()
             finally:
-                with contextlib.suppress(docker.errors.APIError):
-                    self._container.unpause()
+                self._unpause()
         tries = UNFROZEN_TRIES
         while True:
             try:

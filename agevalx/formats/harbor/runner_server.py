@@ -111,7 +111,15 @@ class Server:
             return
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # ageval sees the connection end without a runner (`ServerFailed`)
+            pid = -1
+        if pid == -1:
+            for descriptor in descriptors:
+                os.close(descriptor)
+            connection.close()
+            return
         if pid == 0:
             self.child(connection, descriptors, environment)
         for descriptor in descriptors:

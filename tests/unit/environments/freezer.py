@@ -6,15 +6,25 @@ from __future__ import annotations
 import docker
 
 GAVE_UP = "OCI runtime pause failed: unable to freeze: unknown"
+THAW_REFUSED = "OCI runtime resume failed: unable to thaw: unknown"
+NOT_PAUSED = "Container c0ffee is not paused"
 
 
 class Freezer:
     """Records `pause` and `unpause` in `calls`; the first `refusals` pauses fail with
-    `refusal`."""
+    `refusal`, the first `thaw_refusals` unpauses with `thaw_refusal`."""
 
-    def __init__(self, refusals: int, refusal: str = GAVE_UP) -> None:
+    def __init__(
+        self,
+        refusals: int,
+        refusal: str = GAVE_UP,
+        thaw_refusals: int = 0,
+        thaw_refusal: str = THAW_REFUSED,
+    ) -> None:
         self.refusals = refusals
         self.refusal = refusal
+        self.thaw_refusals = thaw_refusals
+        self.thaw_refusal = thaw_refusal
         self.calls: list[str] = []
         self.paused = False
 
@@ -27,4 +37,7 @@ class Freezer:
 
     def unpause(self) -> None:
         self.calls.append("unpause")
+        if self.thaw_refusals > 0:
+            self.thaw_refusals -= 1
+            raise docker.errors.APIError(self.thaw_refusal)
         self.paused = False

@@ -13,7 +13,9 @@ import pytest
 
 from agevalx.environments import container as container_module
 from agevalx.environments.container import AttemptContainer
-from tests.unit.environments.freezer import GAVE_UP, Freezer
+from agevalx.environments.engine import EnvironmentFailure
+from agevalx.failures import failure_class
+from tests.unit.environments.freezer import GAVE_UP, NOT_PAUSED, THAW_REFUSED, Freezer
 
 pytestmark = pytest.mark.unit
 
@@ -51,9 +53,15 @@ class _Engine(Freezer):
     id = "c0ffee"
 
     def __init__(
-        self, tears: int, refusals: int = 0, refusal: str = GAVE_UP, failure: str | None = None
+        self,
+        tears: int,
+        refusals: int = 0,
+        refusal: str = GAVE_UP,
+        failure: str | None = None,
+        thaw_refusals: int = 0,
+        thaw_refusal: str = THAW_REFUSED,
     ) -> None:
-        super().__init__(refusals, refusal)
+        super().__init__(refusals, refusal, thaw_refusals, thaw_refusal)
         self.tears = tears
         self.failure = failure
         self.client = _Client(self)
@@ -119,3 +127,25 @@ def test_a_commit_failing_otherwise_is_not_retried() -> None:
     with pytest.raises(docker.errors.APIError, match="no space left"):
         _commit(engine, pause=False)
     assert engine.calls == ["commit"]
+
+
+def test_an_engine_that_will_not_thaw_at_once_is_asked_again() -> None:
+    engine = _Engine(tears=0, thaw_refusals=2)
+    _commit(engine, pause=True)
+    assert engine.calls == ["pause", "commit-frozen", "unpause", "unpause", "unpause", "tag"]
+    assert not engine.paused
+
+
+def test_a_container_left_frozen_is_an_infrastructure_failure_not_a_hang() -> None:
+    engine = _Engine(tears=0, thaw_refusals=100)
+    with pytest.raises(EnvironmentFailure) as caught:
+        _commit(engine, pause=True)
+    assert caught.value.code == "unpause_failed" and "unable to thaw" in caught.value.message
+    assert engine.calls.count("unpause") == container_module.PAUSE_TRIES
+    assert failure_class("unpause_failed") == "infrastructure"
+
+
+def test_a_container_no_longer_paused_is_not_thawed_again() -> None:
+    engine = _Engine(tears=0, thaw_refusals=1, thaw_refusal=NOT_PAUSED)
+    _commit(engine, pause=True)
+    assert engine.calls == ["pause", "commit-frozen", "unpause", "tag"]

@@ -21,23 +21,20 @@ class Freezer:
         thaw_refusals: int = 0,
         thaw_refusal: str = THAW_REFUSED,
     ) -> None:
-        self.refusals = refusals
-        self.refusal = refusal
-        self.thaw_refusals = thaw_refusals
-        self.thaw_refusal = thaw_refusal
+        self.left = {"pause": [refusal] * refusals, "unpause": [thaw_refusal] * thaw_refusals}
         self.calls: list[str] = []
         self.paused = False
 
     def pause(self) -> None:
-        self.calls.append("pause")
-        if self.refusals > 0:
-            self.refusals -= 1
-            raise docker.errors.APIError(self.refusal)
+        self._call("pause")
         self.paused = True
 
     def unpause(self) -> None:
-        self.calls.append("unpause")
-        if self.thaw_refusals > 0:
-            self.thaw_refusals -= 1
-            raise docker.errors.APIError(self.thaw_refusal)
+        self._call("unpause")
         self.paused = False
+
+    def _call(self, name: str) -> None:
+        """Record the call; raise its next refusal, if one is left."""
+        self.calls.append(name)
+        if self.left[name]:
+            raise docker.errors.APIError(self.left[name].pop())

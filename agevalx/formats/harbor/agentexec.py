@@ -3,11 +3,11 @@
 The agent runs on the host in Harbor's Python (`agent_runner.py run`, forked by this process's
 runner server for the agent, `runners`) and acts in the attempt container only through
 requests to this process: each `exec`, upload or download of its `BaseEnvironment` is one
-JSON line on the runner's stdout, carried out
-here in the container (`AgentSandbox`, Harbor's exec rules as for verifier classes), recorded
-in the activity journal, and answered with one JSON line on its stdin. Commands are
-recorded as `terminal` actions (the exact shell command that ran, its working directory,
-exit code and output), uploads as `fs_write`, downloads as `fs_read`.
+JSON line on the runner's stdout, carried out here in the container (`AgentSandbox`,
+Harbor's exec rules as for verifier classes), recorded in the activity journal, and answered
+with one JSON line on its stdin. Commands are recorded as `terminal` actions (the exact shell
+command that ran, its working directory, exit code and output), uploads as `fs_write`,
+downloads as `fs_read`.
 
 The agent's model calls go to the model gateway: the runner gets the gateway's URL as the
 host reaches it (the bridge address, not `host.docker.internal`) in the provider's base-URL

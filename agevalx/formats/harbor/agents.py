@@ -55,7 +55,6 @@ RUNNER = Path(__file__).with_name("agent_runner.py")
 OFFLINE = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 """Harbor sends telemetry and LiteLLM downloads a price list unless told not to."""
 
-
 NOT_INSTALLED = "harbor_not_installed"
 UNKNOWN = "harbor_agent_unknown"
 NEEDS_NETWORK = "harbor_agent_needs_network"
@@ -213,22 +212,16 @@ def describe(python: str, name: str) -> HarborInfo:
     answer of this process's runner server for them (`runners`), which then forks the
     agent's runners."""
     try:
-        answer = runners.server(python, name, runner_environment()).answer
+        answer, said = runners.server(python, name, runner_environment()).answer, ""
     except runners.ServerFailed as exc:
-        stderr = str(exc).strip()
+        answer, said = {}, str(exc).strip()
+    if "version" not in answer:
         raise AgevalError(
             NOT_INSTALLED,
             f"{python} cannot run Harbor's agents (it cannot import harbor)",
             field="--agent",
-            hint=(stderr[-600:] + "\n" if stderr else "")
+            hint=(said[-600:] + "\n" if said else "")
             + f"install harbor into that Python, or set {PYTHON_ENV} to one that has it",
-        ) from None
-    if "version" not in answer:
-        raise AgevalError(
-            NOT_INSTALLED,
-            f"{python} answered no harbor version",
-            field="--agent",
-            hint=f"install harbor into that Python, or set {PYTHON_ENV} to one that has it",
         )
     return HarborInfo(
         python=python,

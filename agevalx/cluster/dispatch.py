@@ -305,8 +305,7 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
             "cluster_unreachable",
             f"cannot connect to the Ray cluster at {address}: {exc}",
             field="--cluster",
-            hint="start a head with `ray start --head` and pass its HOST:PORT "
-            "(or ray://HOST:PORT); see docs/scale-out.md",
+            hint=_unreachable_hint(str(exc)),
         ) from None
     cluster = Cluster(store)
     try:
@@ -326,6 +325,19 @@ def connected(address: str, store: CacheStore) -> Iterator[Cluster]:
 SERVER_FAILURE = "Initialization failure from server"
 """How a `ray://` connection fails when the head's client server for this driver did not come
 up (it starts one process per driver); a second one, on another port, usually does."""
+
+
+def _unreachable_hint(said: str) -> str:
+    if SERVER_FAILURE in said:
+        return (
+            "the head's Ray Client server for this driver died as it started, twice: start "
+            "the head with GRPC_ENABLE_FORK_SUPPORT=0 in its environment, or pass the head's "
+            "HOST:PORT instead of ray://; see docs/scale-out.md"
+        )
+    return (
+        "start a head with `ray start --head` and pass its HOST:PORT (or ray://HOST:PORT); "
+        "see docs/scale-out.md"
+    )
 
 
 def _init(ray: Any, address: str) -> None:

@@ -38,10 +38,16 @@ RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_raylet_start_wait_time_s": "180",
     "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "60",
+    "GRPC_ENABLE_FORK_SUPPORT": "0",
 }
 """No usage reports; a slow start on a loaded 2-core machine is not a failure: neither a
 raylet's nor that of the Ray Client server the head starts for each `ray://` driver (a new
-Python process importing Ray, which Ray gives 30 s by default)."""
+Python process importing Ray, which Ray gives 30 s by default). No gRPC fork handlers: the
+head's client proxy starts that server by a fork while other threads are in gRPC calls,
+gRPC then skips its handlers ("Other threads are currently calling into gRPC, skipping
+fork() handlers") and the new server died at once ("SpecificServer startup failed", its
+log empty), in most runs of the serial phase; the driver then waited the channel timeout
+before connecting again (docs/scale-out.md)."""
 
 
 def descendants(pid: int) -> set[int]:

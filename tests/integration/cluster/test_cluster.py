@@ -317,8 +317,9 @@ def test_a_ray_client_address_runs_a_job_through_the_heads_client_server(
         *remote_args(walk, driver), "--cluster", cluster.client_address,
     )  # fmt: skip
     if code != 0 and SERVER_FAILURE in document.get("error", {}).get("message", ""):
-        # Ray's own: the head's client server for this driver never came up, twice (seen in
-        # about a third of runs on this machine, its logs empty); anything else fails the test.
+        # Ray's own: the head's client server for this driver died as it started, twice (a
+        # fork under gRPC load: docs/scale-out.md; the suite's head runs without gRPC's fork
+        # handlers, which stopped it in the runs since); anything else fails the test.
         pytest.xfail(f"Ray's client server did not start: {cluster.client_server_logs()}")
     assert code == 0, f"{failures(document)}\n{cluster.client_server_logs()}"
     runs = [item for item in document["nodes"] if item["kind"] in ("run", "evaluate")]

@@ -14,7 +14,7 @@ from agevalx.cache.errors import CacheError
 from agevalx.cache.remote.store import RemoteStore
 from agevalx.cache.store import CacheStore
 from agevalx.cluster.checkout import checkout, publish_checkout
-from agevalx.cluster.dispatch import _joining, connected
+from agevalx.cluster.dispatch import SERVER_FAILURE, _init, _joining, _unreachable_hint, connected
 from agevalx.errors import UsageError
 from agevalx.hashing import digest_bytes
 from agevalx.results.models import NodeRef
@@ -41,6 +41,30 @@ def test_a_cluster_without_a_remote_is_refused_before_ray_is_touched(tmp_path: P
         pass
     assert raised.value.code == "cluster_needs_remote"
     assert raised.value.field == "--cluster" and "--remote" in (raised.value.hint or "")
+
+
+class _FailingRay:
+    """`ray` whose `init` fails as a head's dead client server makes it fail."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def init(self, **options: object) -> None:
+        self.calls.append("init")
+        raise ConnectionError(f"ray client connection failed: {SERVER_FAILURE}: startup")
+
+    def shutdown(self) -> None:
+        self.calls.append("shutdown")
+
+
+def test_a_client_server_that_dies_twice_is_unreachable_with_the_fork_hint() -> None:
+    ray = _FailingRay()
+    with pytest.raises(ConnectionError) as raised:
+        _init(ray, "ray://127.0.0.2:10001")
+    assert ray.calls == ["init", "shutdown", "init"]
+    assert "GRPC_ENABLE_FORK_SUPPORT=0" in _unreachable_hint(str(raised.value))
+    other = _unreachable_hint("connection refused")
+    assert "GRPC_ENABLE_FORK_SUPPORT" not in other and "ray start --head" in other
 
 
 def test_a_loopback_head_is_joined_as_its_own_address() -> None:

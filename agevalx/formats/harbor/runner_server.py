@@ -105,20 +105,14 @@ class Server:
             ):
                 raise ValueError("a request is three descriptors and an environment")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            for descriptor in descriptors:
-                os.close(descriptor)
-            connection.close()
+            _drop(connection, descriptors)
             return
         sys.stdout.flush()
         sys.stderr.flush()
         try:
             pid = os.fork()
         except OSError:  # ageval sees the connection end without a runner (`ServerFailed`)
-            pid = -1
-        if pid == -1:
-            for descriptor in descriptors:
-                os.close(descriptor)
-            connection.close()
+            _drop(connection, descriptors)
             return
         if pid == 0:
             self.child(connection, descriptors, environment)
@@ -173,6 +167,13 @@ class Server:
                 pass  # ageval stopped waiting for it
             finally:
                 connection.close()
+
+
+def _drop(connection: socket.socket, descriptors: list[int]) -> None:
+    """End a request that forks no runner: its connection and the descriptors it sent."""
+    for descriptor in descriptors:
+        os.close(descriptor)
+    connection.close()
 
 
 def main(argv: list[str]) -> int:
